@@ -1,0 +1,220 @@
+"""The sandbox interface shared by every backend: jobs in, plain outcomes out.
+
+The sandbox knows nothing of problems, tests or rewards. A :class:`Job` is "this program, these
+calls (or these stdin inputs), these limits"; a :class:`JobResult` holds one :class:`CallResult`
+per call with the plain-data value the call returned (or the stdout it printed), never a verdict.
+Verdicts are decided by the trusted caller, which compares values with
+:func:`codea1_env.plain.values_equal`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "CallResult",
+    "CallStatus",
+    "IsolationReport",
+    "Job",
+    "JobResult",
+    "Limits",
+    "Sandbox",
+    "SandboxUnavailable",
+]
+
+
+class SandboxUnavailable(RuntimeError):
+    """A backend cannot start, or cannot provide the isolation it was asked for."""
+
+
+class CallStatus(str, enum.Enum):
+    """How one call (or one stdin run) ended."""
+
+    OK = "ok"
+    """Returned a plain value (function mode) or exited 0 (stdio mode)."""
+    EXCEPTION = "exception"
+    """Raised an exception; ``CallResult.error`` holds ``"Type: message"``."""
+    TIMEOUT = "timeout"
+    """Ran past its wall-clock or CPU limit and was killed."""
+    MEMORY = "memory"
+    """Exceeded its memory limit (``MemoryError`` or killed by the memory limit)."""
+    CRASH = "crash"
+    """The process died from a signal or produced an unreadable result."""
+    EARLY_EXIT = "early_exit"
+    """The process exited (``sys.exit``, ``os._exit``, ...) before the call returned."""
+    NOT_PLAIN = "not_plain"
+    """Returned a value that is not plain data of exact builtin types, or one too large."""
+    SETUP_FAILED = "setup_failed"
+    """The program itself did not compile or raised/exited at import, so the call never ran."""
+    NOT_RUN = "not_run"
+    """Never started (for example, the job was cancelled)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one job. Every limit is enforced outside the untrusted code's reach.
+
+    Attributes:
+        call_timeout_s: Wall-clock seconds for one call (or one stdin run).
+        setup_timeout_s: Wall-clock seconds to compile and execute the program's top level.
+        cpu_time_s: CPU seconds for the whole job (RLIMIT_CPU).
+        memory_mb: Address-space limit in MiB (RLIMIT_AS).
+        max_processes: Processes/threads the job may hold at once (RLIMIT_NPROC, per uid).
+        max_file_size_mb: Largest file the job may write, MiB (RLIMIT_FSIZE).
+        max_open_files: Open descriptors (RLIMIT_NOFILE).
+        max_output_bytes: Bytes of stdout/stderr kept per job (the rest is discarded).
+        max_value_bytes: Largest encoded return value accepted per call.
+    """
+
+    call_timeout_s: float = 2.0
+    setup_timeout_s: float = 5.0
+    cpu_time_s: float = 20.0
+    memory_mb: int = 1024
+    max_processes: int = 16
+    max_file_size_mb: int = 16
+    max_open_files: int = 64
+    max_output_bytes: int = 64 * 1024
+    max_value_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class Job:
+    """One program and the calls to run against it.
+
+    Function mode (``calls`` set): the program is executed as a module, then each entry of
+    ``calls`` (a Python *expression*, such as ``"add(1, 2)"``) is evaluated in the module's
+    namespace and its value returned as plain data. Stdio mode (``stdin_inputs`` set): the program
+    is run as ``__main__`` once per input with that text on stdin, and the call's value is the
+    text written to stdout.
+
+    Attributes:
+        program: Python source code (untrusted).
+        calls: Call expressions (untrusted), function mode.
+        stdin_inputs: Inputs, stdio mode.
+        limits: Resource limits.
+        tag: Free-form label echoed back in the result (for bookkeeping by the caller).
+    """
+
+    program: str
+    calls: tuple[str, ...] = ()
+    stdin_inputs: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    tag: str = ""
+
+    @property
+    def mode(self) -> str:
+        """``"stdio"`` when the job carries stdin inputs, else ``"call"``."""
+        return "stdio" if self.stdin_inputs else "call"
+
+    @property
+    def n_calls(self) -> int:
+        """Number of calls (function mode) or runs (stdio mode)."""
+        return len(self.stdin_inputs) if self.stdin_inputs else len(self.calls)
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The outcome of one call.
+
+    Attributes:
+        status: How the call ended.
+        value: The returned plain value (function mode) or captured stdout (stdio mode) when
+            ``status`` is OK; otherwise None.
+        error: ``"ExceptionType: message"`` or a short reason, truncated; empty when OK.
+        duration_s: Wall-clock seconds the call took (as measured by the trusted side where it
+            can be, else by the worker).
+    """
+
+    status: CallStatus
+    value: Any = None
+    error: str = ""
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the call returned normally."""
+        return self.status is CallStatus.OK
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """The outcome of one job.
+
+    Attributes:
+        calls: One result per call, in the job's order.
+        setup_status: OK when the program compiled and its top level ran; otherwise why not.
+        setup_error: Reason when setup failed.
+        stdout: Captured stdout (function mode), truncated to ``max_output_bytes``.
+        stderr: Captured stderr, truncated.
+        wall_s: Wall-clock seconds for the whole job.
+        tag: The job's tag.
+        events: Counters of suspicious behaviour observed by the trusted side (for example
+            ``{"killed_by_signal": 1}``), used by the reward-hacking monitor.
+    """
+
+    calls: tuple[CallResult, ...]
+    setup_status: CallStatus = CallStatus.OK
+    setup_error: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+    tag: str = ""
+    events: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def compiled(self) -> bool:
+        """True when the program's top level ran without error."""
+        return self.setup_status is CallStatus.OK
+
+
+@dataclass(frozen=True)
+class IsolationReport:
+    """Which isolation layers a backend has active.
+
+    Attributes:
+        backend: Backend name (``"local"``, ``"docker"``, ``"ray"``).
+        layers: Layer name -> active, for example ``{"rlimits": True, "seccomp": True,
+            "unprivileged_uid": True, "net_namespace": True, "mount_namespace": False}``.
+        notes: Why a layer is off, one line per layer.
+    """
+
+    backend: str
+    layers: dict[str, bool]
+    notes: tuple[str, ...] = ()
+
+    def missing(self, required: Sequence[str]) -> list[str]:
+        """Return the layers from ``required`` that are not active."""
+        return [name for name in required if not self.layers.get(name, False)]
+
+    def __str__(self) -> str:
+        on = ", ".join(k for k, v in self.layers.items() if v) or "none"
+        off = ", ".join(k for k, v in self.layers.items() if not v) or "none"
+        return f"{self.backend} sandbox: active [{on}]; inactive [{off}]"
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """What every backend provides. Backends are context managers and are safe to reuse."""
+
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        """Run a batch of jobs in parallel and return one result per job, in order.
+
+        Never raises because of anything the untrusted code did; raises
+        :class:`SandboxUnavailable` only when the backend itself is broken.
+        """
+        ...
+
+    def isolation(self) -> IsolationReport:
+        """Report the active isolation layers."""
+        ...
+
+    def close(self) -> None:
+        """Stop workers and release every resource. Idempotent."""
+        ...
+
+    def __enter__(self) -> Sandbox: ...
+
+    def __exit__(self, *exc: object) -> None: ...
