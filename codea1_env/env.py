@@ -1,0 +1,249 @@
+"""``CodeTestDuel-v0``: the two-player Code-A1 duel as a Gymnasium environment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium.error import ResetNeeded
+
+from codea1_env.builders import ProblemPicker, make_referee
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.mistake_book import MistakeBook
+from codea1_env.problems.problem import Problem
+from codea1_env.referee import Referee
+from codea1_env.rewards import RewardConfig
+from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.spaces import action_space, observation_space, observe
+
+__all__ = ["CodeTestDuelEnv"]
+
+
+class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
+    r"""A Code LLM and a Test LLM duel over one programming problem (Code-A1).
+
+    ## Description
+
+    Each episode is one problem. The **coder** moves first and answers with a program (any text;
+    the code is taken from its ```python block). The **tester** then sees the problem *and the
+    coder's program* (white-box) and answers with unit tests, lines of the form
+    ``assert entry_point(args) == expected``. Both moves are scored together by the referee, which
+    runs everything in a hardened sandbox: the ground-truth (GT) solution supplies the true
+    outputs for the tester's inputs, so the tester chooses inputs and is rewarded for valid tests
+    that the code fails; the coder is rewarded for passing them and the replayed tests from the
+    per-problem *mistake book*. Two separate policies should play the two roles: one model playing
+    both learns to collude (the ``"self-play"`` reward mode exists as the paper's comparison row).
+
+    ## Action Space
+
+    ``Text`` over printable ASCII (``max_length`` = ``max_action_chars``). Any string is a legal
+    move; a move that cannot score (empty, undecodable bytes, longer than ``max_action_chars``,
+    no code, syntax errors, no parsable ``assert``) scores 0 and ``info["reasons"]`` says why.
+    The env never raises on a policy's text.
+
+    ## Observation Space
+
+    ``Dict``:
+
+    | key           | space               | meaning                                              |
+    |---------------|---------------------|------------------------------------------------------|
+    | ``role``      | ``Discrete(2)``     | whose turn: 0 coder, 1 tester                         |
+    | ``prompt``    | ``Text``            | the problem prompt (signature and docstring)          |
+    | ``entry_point`` | ``Text``          | the function the tests must call                      |
+    | ``code``      | ``Text``            | tester only: the coder's program; ``""`` for the coder |
+
+    ## Rewards
+
+    ``step`` returns the acting player's reward: 0.0 for the coder's move (its reward depends on
+    the tests still to come) and the tester's reward for the tester's move. At the end,
+    ``info["rewards"] == {"coder": float, "tester": float}``. With ``alpha`` and ``k`` (K):
+
+    * coder: mean of the pass rate on the GT-corrected generated tests and on the replayed
+      mistake-book tests (whichever exist; 0 if none);
+    * tester: ``alpha * R_val + (1 - alpha) * R_adv - penalty`` where
+      ``R_val = clip(min(n_valid / K, 1 - n_invalid / K), 0, 1)``, ``R_adv`` is the share of the
+      first K valid tests the code fails (relative to the mistake book when it has entries:
+      ``(gen_fail_rate - mb_fail_rate + 1) / 2``), and the penalty is the share of
+      non-printable characters; 0 when the code does not run.
+
+    ``reward_mode="golden"``: no tester; the episode ends after the coder's move and the coder
+    is rewarded by its GT-test pass rate (the paper's "Golden Tests" row).
+
+    ## Starting State
+
+    ``reset`` draws a problem from the source with ``self.np_random``;
+    ``reset(options={"problem_id": "bank/clamp"})`` picks one by id and
+    ``reset(options={"problem": {...}})`` plays a custom problem given as one record of the JSONL
+    schema (``task_id``, ``prompt``, ``entry_point``, ``canonical_solution``, ``tests``; see
+    :mod:`codea1_env.problems.schema`).
+
+    ## Episode End
+
+    Terminated after the tester's move (after the coder's in golden mode). Never truncated.
+    ``step`` before ``reset`` or after the end raises :class:`gymnasium.error.ResetNeeded`.
+
+    ## Info
+
+    Every step: ``task_id``, ``role`` (whose turn is *next*, or ``"done"``), ``problem`` (the
+    :class:`~codea1_env.problems.Problem`). At the end also: ``rewards``, ``reasons``, ``tests``
+    (the kept tests as scored, with GT expectations), ``verdicts`` (per test: valid, passed,
+    status, error), ``rejected`` (asserts that did not count, with reasons),
+    ``mistake_book_verdicts``, ``gt_pass_rate`` and ``tester_reward_parts``.
+
+    ## Arguments
+
+    ```python
+    import gymnasium as gym
+    import codea1_env  # registers the ids
+
+    env = gym.make(
+        "CodeTestDuel-v0",
+        source="bank",            # "bank" | "humaneval" | "procedural" | "jsonl:PATH" | a source
+        reward_mode="code-a1",    # "code-a1" | "golden" | "self-play"
+        alpha=0.5, k=8,           # Code-A1's reward weights
+        limits=None,              # codea1_env.sandbox.Limits or a dict of its fields
+        mistake_book=None,        # None (in memory) | path to a SQLite file | a MistakeBook
+        sandbox=None,             # None/"local" | "docker" | a Sandbox instance
+    )
+    ```
+
+    ``referee=`` shares one :class:`~codea1_env.referee.Referee` (sandbox, rewards, mistake book)
+    between several envs and a trainer; it overrides the scoring arguments.
+
+    ## Vectorized environment
+
+    ``gym.make_vec("CodeTestDuel-v0", num_envs=N, vectorization_mode="vector_entry_point")``
+    returns :class:`~codea1_env.vector.CodeTestDuelVectorEnv`, whose step scores all sub-envs in
+    one sandbox call (``group_size=8`` gives 8 sub-envs the same problem, as GRPO groups do).
+
+    ## Version History
+
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(
+        self,
+        source: Any = "bank",
+        *,
+        reward_mode: str = "code-a1",
+        alpha: float = 0.5,
+        k: int = 8,
+        limits: Limits | Mapping[str, Any] | None = None,
+        mistake_book: MistakeBook | str | None = None,
+        sandbox: Sandbox | str | None = None,
+        referee: Referee | None = None,
+        max_action_chars: int = MAX_ACTION_CHARS,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self.max_action_chars = int(max_action_chars)
+        self.observation_space = observation_space()
+        self.action_space = action_space(self.max_action_chars)
+        self._picker = ProblemPicker(source)
+        self._owns_referee = referee is None
+        self.referee = referee or make_referee(
+            RewardConfig(alpha=alpha, k=k, mode=reward_mode), limits, mistake_book, sandbox
+        )
+        self._duel: Duel | None = None
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start a duel on a problem drawn from the source (or given in ``options``)."""
+        super().reset(seed=seed)
+        problem = self._picker.pick(self.np_random, options)
+        self._duel = Duel(problem)
+        return observe(self._duel), self._info()
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Play the current role's move (see the class docstring)."""
+        duel = self._duel
+        if duel is None:
+            raise ResetNeeded("CodeTestDuelEnv: call reset() before step()")
+        if duel.finished:
+            raise ResetNeeded("CodeTestDuelEnv: the episode is over; call reset()")
+        if duel.role is Role.CODER:
+            duel.play_code(action, self.max_action_chars)
+            if self.referee.reward_config.mode != "golden":
+                return observe(duel), 0.0, False, False, self._info()
+            duel.play_tests("", self.max_action_chars)
+            outcome = score_duels(self.referee, [duel])[0]
+            outcome.reasons["tester"] = "golden_mode"
+            return observe(duel), outcome.rewards["coder"], True, False, self._info()
+        duel.play_tests(action, self.max_action_chars)
+        outcome = score_duels(self.referee, [duel])[0]
+        return observe(duel), outcome.rewards["tester"], True, False, self._info()
+
+    def render(self) -> str | None:
+        """Return (``"ansi"``) or print (``"human"``) the duel as text."""
+        text = render_duel(self._duel)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Stop the sandbox if this env started it."""
+        if self._owns_referee:
+            self.referee.close()
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def problem(self) -> Problem | None:
+        """The current problem (None before the first reset)."""
+        return self._duel.problem if self._duel is not None else None
+
+    @property
+    def duel(self) -> Duel | None:
+        """The current duel state."""
+        return self._duel
+
+    def _info(self) -> dict[str, Any]:
+        return duel_info(self._duel)
+
+
+def duel_info(duel: Duel | None) -> dict[str, Any]:
+    """The ``info`` dict for the current state of ``duel``."""
+    if duel is None:
+        return {}
+    role = duel.role.label if duel.role is not None else "done"
+    info: dict[str, Any] = {"task_id": duel.problem.task_id, "role": role, "problem": duel.problem}
+    if duel.role is Role.TESTER and duel.reasons["coder"]:
+        info["reasons"] = {"coder": duel.reasons["coder"], "tester": ""}
+    if duel.outcome is not None:
+        info.update(duel.outcome.info())
+    return info
+
+
+def render_duel(duel: Duel | None) -> str:
+    """A readable text picture of a duel."""
+    if duel is None:
+        return "(no duel: call reset())"
+    lines = [f"=== {duel.problem.task_id}  (turn: {duel.role.label if duel.role else 'done'})"]
+    lines.append(duel.problem.prompt.rstrip())
+    if duel.role is not Role.CODER:
+        lines += ["--- coder's program", duel.program.rstrip() or "(none)"]
+    if duel.outcome is not None:
+        info = duel.outcome.info()
+        lines.append("--- tests (GT expectations)")
+        for v in info["verdicts"]:
+            mark = "PASS" if v["passed"] else "FAIL"
+            valid = "valid" if v["valid"] else "invalid"
+            lines.append(f"  [{mark}] ({valid}) {v['test']}")
+        for r in info["rejected"]:
+            lines.append(f"  [----] ({r['reason']}) {r['source']}")
+        rewards = info["rewards"]
+        lines.append(
+            f"--- rewards: coder {rewards['coder']:.3f}  tester {rewards['tester']:.3f}  "
+            f"(GT pass rate {info['gt_pass_rate']:.2f})"
+        )
+        for role, reason in info["reasons"].items():
+            if reason:
+                lines.append(f"  {role}: {reason}")
+    return "\n".join(lines)

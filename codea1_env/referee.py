@@ -1,0 +1,691 @@
+"""The referee: the single scoring path of codea1.
+
+Given a problem, candidate programs and the test suites a tester wrote against each of them, the
+referee runs everything in the sandbox in one batched call and returns the verdicts and both
+players' rewards. The Gymnasium env, its vector form, the PettingZoo view, the single-role wrappers
+and the trainer all call :meth:`Referee.judge_many`; none re-implements scoring.
+
+One judgement, step by step (Code-A1 semantics, see DESIGN.md):
+
+1. Extract each coder's program (:func:`~codea1_env.testcases.extract_code`) and parse each
+   tester's text into test cases (:func:`~codea1_env.testcases.parse_tests`; stdio problems:
+   :func:`~codea1_env.testcases.parse_io_pairs`).
+2. Build one sandbox batch: the GT program on every distinct generated call, on every expected
+   expression that is not a plain literal, and on the problem's GT tests; each candidate on the
+   distinct calls of all its suites, the replayed mistake-book tests and the GT tests. GT results
+   are cached per (GT program, call), so a call is run on the GT once per referee.
+3. Grade each suite against the GT (:func:`~codea1_env.testcases.grade_suite`): calls the GT
+   cannot run and duplicates are dropped, wrong expectations are replaced by the GT's value and
+   the test is kept but counted invalid, at most K tests are kept.
+4. Compare each candidate value with the GT value in this (trusted) process with
+   :func:`~codea1_env.plain.values_equal`; the untrusted process never sees an expected value.
+5. Score with :mod:`codea1_env.rewards` and, when asked, update the mistake book: +1 for each valid
+   generated test a compiled candidate failed, -1 for each replayed test a candidate passed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from codea1_env import plain
+from codea1_env.mistake_book import BookEntry, InMemoryMistakeBook, MistakeBook
+from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.rewards import (
+    CoderReward,
+    RewardConfig,
+    TesterReward,
+    score_coder,
+    tester_reward,
+)
+from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult, Limits, Sandbox
+from codea1_env.testcases import (
+    SuiteGrading,
+    TestCase,
+    extract_code,
+    grade_suite,
+    parse_io_pairs,
+    parse_tests,
+)
+
+__all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
+
+_GT_CACHE_SIZE = 200_000
+_CALLS_PER_JOB = 48
+_MAX_CASES_FACTOR = 4
+
+
+@dataclass(frozen=True)
+class TestVerdict:
+    """One kept test run against one candidate.
+
+    Attributes:
+        test: The assert as scored: ``assert call == <GT value>`` (stdio: the input text).
+        valid: True when the tester's own expectation matched the GT.
+        passed: True when the candidate's value equals the GT value.
+        status: How the candidate's call ended (``"ok"``, ``"exception"``, ``"timeout"``, ...).
+        error: The candidate's error, if any (truncated).
+        source: ``"generated"``, ``"mistake_book"`` or ``"gt"``.
+
+    """
+
+    __test__ = False
+
+    test: str
+    valid: bool
+    passed: bool
+    status: str
+    error: str = ""
+    source: str = "generated"
+
+
+@dataclass(frozen=True)
+class SuiteVerdict:
+    """One (code, suite) pair: what the suite became after GT correction and how the code did.
+
+    Attributes:
+        grading: The GT-corrected suite.
+        verdicts: One :class:`TestVerdict` per kept generated test.
+        rejected: ``(line, reason, source)`` for every assert that was not kept (parse
+            rejections and GT drops), so a user can see why a test did not count.
+        parse_reason: Why nothing was parsed (``""`` when something was).
+        coder_pair_reward: The code's reward against this suite.
+        tester: The tester's reward for this suite.
+
+    """
+
+    grading: SuiteGrading | None
+    verdicts: tuple[TestVerdict, ...]
+    rejected: tuple[tuple[int, str, str], ...]
+    parse_reason: str
+    coder_pair_reward: float
+    tester: TesterReward
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Everything the referee decided about one problem.
+
+    Attributes:
+        coder_rewards: Per code: mean pair reward over its suites (golden mode: GT pass rate).
+        tester_rewards: ``[code][suite]`` tester rewards.
+        gt_pass_rates: Per code, pass rate on the problem's GT tests.
+        coder_details: Per code, the reward and its parts.
+        tester_details: ``[code][suite]`` tester rewards and their parts.
+        suites: ``[code][suite]`` per-suite verdicts.
+        mistake_book: Per code, verdicts on the replayed mistake-book tests.
+        compiled: Per code, whether the program's top level ran.
+        code_errors: Per code, why it did not compile/run (``""`` when it did).
+        metrics: Aggregates for logging.
+
+    """
+
+    coder_rewards: tuple[float, ...]
+    tester_rewards: tuple[tuple[float, ...], ...]
+    gt_pass_rates: tuple[float, ...]
+    coder_details: tuple[CoderReward, ...]
+    tester_details: tuple[tuple[TesterReward, ...], ...]
+    suites: tuple[tuple[SuiteVerdict, ...], ...] = ()
+    mistake_book: tuple[tuple[TestVerdict, ...], ...] = ()
+    compiled: tuple[bool, ...] = ()
+    code_errors: tuple[str, ...] = ()
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Parsed:
+    """Parsed tests of one suite, plus the raw text for the penalty."""
+
+    text: str
+    cases: list[TestCase | IOPair]
+    rejected: list[tuple[int, str, str]]
+    reason: str
+
+
+@dataclass
+class _Plan:
+    """One problem's work: parsed inputs and where each needed result will come from."""
+
+    problem: Problem
+    programs: list[str | None]
+    suites: list[list[_Parsed]]
+    book: list[BookEntry]
+    gt_cases: list[TestCase | IOPair]
+    # keys of the GT job calls -> result (filled after the sandbox run)
+    gt_needed: dict[str, str] = field(default_factory=dict)
+    # per candidate: the ordered distinct calls and their job index in the batch
+    cand_calls: list[list[str]] = field(default_factory=list)
+    cand_jobs: list[int] = field(default_factory=list)
+
+
+class Referee:
+    """Scores duels. Thread-safe for concurrent :meth:`judge_many` calls; owns no global state.
+
+    Args:
+        sandbox: Where code runs. Defaults to the local fork-server backend, started lazily.
+        reward_config: Alpha, K and the reward mode.
+        limits: Per-job resource limits for candidate and GT runs.
+        mistake_book: The mistake book to replay and update. Defaults to an in-memory book.
+        owns_sandbox: Whether :meth:`close` stops the sandbox (default: only one it started).
+
+    """
+
+    def __init__(
+        self,
+        sandbox: Sandbox | None = None,
+        reward_config: RewardConfig | None = None,
+        limits: Limits | None = None,
+        mistake_book: MistakeBook | None = None,
+        owns_sandbox: bool | None = None,
+    ) -> None:
+        self._sandbox = sandbox
+        self._owns_sandbox = sandbox is None if owns_sandbox is None else owns_sandbox
+        self.reward_config = reward_config or RewardConfig()
+        self.limits = limits or Limits()
+        self.mistake_book: MistakeBook = (
+            mistake_book if mistake_book is not None else InMemoryMistakeBook()
+        )
+        self._gt_cache: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
+        self._lock = threading.Lock()
+        self.stats: dict[str, float] = {"sandbox_seconds": 0.0, "jobs": 0.0, "calls": 0.0}
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox, started on first use."""
+        with self._lock:
+            if self._sandbox is None:
+                from codea1_env.sandbox.factory import make_sandbox
+
+                self._sandbox = make_sandbox("local")
+            return self._sandbox
+
+    def close(self) -> None:
+        """Stop the sandbox if this referee started it. Idempotent."""
+        with self._lock:
+            if self._owns_sandbox and self._sandbox is not None:
+                self._sandbox.close()
+                self._sandbox = None
+
+    def __enter__(self) -> Referee:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ public API
+    def judge(
+        self,
+        problem: Problem,
+        codes: Sequence[str],
+        suites: Sequence[Sequence[str]],
+        *,
+        update_book: bool = True,
+    ) -> Judgement:
+        """Score one problem: ``codes[i]`` against each text in ``suites[i]``.
+
+        Args:
+            problem: The problem, with its GT program and GT tests.
+            codes: The coder's raw answers (code, possibly fenced in prose).
+            suites: ``suites[i]`` are the tester's raw answers written against ``codes[i]``;
+                may be empty (golden mode, or a coder-only episode).
+            update_book: Apply this judgement's mistake-book updates.
+
+        Returns:
+            The judgement. Never raises because of the content of ``codes`` or ``suites``.
+
+        """
+        return self.judge_many([(problem, codes, suites)], update_book=update_book)[0]
+
+    def judge_many(
+        self,
+        batch: Sequence[tuple[Problem, Sequence[str], Sequence[Sequence[str]]]],
+        *,
+        update_book: bool = True,
+    ) -> list[Judgement]:
+        """Score several problems with one sandbox call (see :meth:`judge`)."""
+        plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
+        jobs: list[Job] = []
+        gt_slots: list[tuple[str, list[str], int]] = []  # (program, keys, job index)
+        gt_seen: set[tuple[str, str]] = set()
+        for plan in plans:
+            self._add_gt_jobs(plan, jobs, gt_slots, gt_seen)
+            self._add_candidate_jobs(plan, jobs)
+        started = time.perf_counter()
+        results = self.sandbox.run(jobs) if jobs else []
+        elapsed = time.perf_counter() - started
+        with self._lock:
+            self.stats["sandbox_seconds"] += elapsed
+            self.stats["jobs"] += len(jobs)
+            self.stats["calls"] += sum(job.n_calls for job in jobs)
+            batch_gt: dict[tuple[str, str], CallResult] = {}
+            for program, keys, index in gt_slots:
+                digest = _digest(program)
+                for key, call in zip(keys, results[index].calls):
+                    batch_gt[(digest, key)] = call
+                    self._cache_put((digest, key), call)
+        judgements = [self._score(plan, results, batch_gt) for plan in plans]
+        per_problem = elapsed / max(len(plans), 1)
+        for plan, judgement in zip(plans, judgements):
+            judgement.metrics["sandbox/seconds"] = per_problem
+            if update_book and self.reward_config.mode != "golden":
+                self._update_book(plan, judgement)
+            judgement.metrics["mistake_book/size"] = float(
+                self.mistake_book.size(plan.problem.task_id)
+            )
+        return judgements
+
+    def gt_pass_rates(self, problem: Problem, codes: Sequence[str]) -> list[float]:
+        """Pass rate of each code on the problem's GT tests (no tester, no mistake book)."""
+        return list(
+            self.judge(problem, codes, [[] for _ in codes], update_book=False).gt_pass_rates
+        )
+
+    # ------------------------------------------------------------------ planning
+    def _plan(
+        self, problem: Problem, codes: Sequence[str], suites: Sequence[Sequence[str]]
+    ) -> _Plan:
+        if len(suites) != len(codes):
+            raise ValueError(
+                f"judge: {len(codes)} codes but {len(suites)} suite lists (one list per code)"
+            )
+        k = self.reward_config.k
+        stdio = problem.kind == "stdio"
+        programs = [_program_of(text) for text in codes]
+        parsed = [[self._parse(text, problem, k) for text in row] for row in suites]
+        book = [] if self.reward_config.mode == "golden" else self.mistake_book.top(problem.task_id)
+        if stdio:
+            gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
+        else:
+            gt_cases = list(parse_tests("\n".join(problem.tests), problem.entry_point).cases)
+        return _Plan(problem, programs, parsed, book, gt_cases)
+
+    def _parse(self, text: str, problem: Problem, k: int) -> _Parsed:
+        if not isinstance(text, str):
+            return _Parsed("", [], [], "not_text")
+        max_cases = _MAX_CASES_FACTOR * k
+        if problem.kind == "stdio":
+            io = parse_io_pairs(text, max_cases=max_cases)
+            rejected = [(r.line, r.reason, r.source) for r in io.rejected]
+            return _Parsed(text, list(io.pairs), rejected, io.reason)
+        tests = parse_tests(text, problem.entry_point, max_cases=max_cases)
+        rejected = [(r.line, r.reason, r.source) for r in tests.rejected]
+        return _Parsed(text, list(tests.cases), rejected, tests.reason)
+
+    def _add_gt_jobs(
+        self,
+        plan: _Plan,
+        jobs: list[Job],
+        gt_slots: list[tuple[str, list[str], int]],
+        seen: set[tuple[str, str]],
+    ) -> None:
+        program = plan.problem.gt_program
+        digest = _digest(program)
+        needed: list[str] = []
+        for case in _all_cases(plan):
+            for key in _gt_keys(case):
+                if key is None or (digest, key) in seen:
+                    continue
+                seen.add((digest, key))
+                if self._cache_get((digest, key)) is None:
+                    needed.append(key)
+        stdio = plan.problem.kind == "stdio"
+        for start in range(0, len(needed), _CALLS_PER_JOB):
+            keys = needed[start : start + _CALLS_PER_JOB]
+            gt_slots.append((program, keys, len(jobs)))
+            jobs.append(_job(program, keys, stdio, self.limits, f"gt:{plan.problem.task_id}"))
+
+    def _add_candidate_jobs(self, plan: _Plan, jobs: list[Job]) -> None:
+        stdio = plan.problem.kind == "stdio"
+        for index, program in enumerate(plan.programs):
+            calls: dict[str, None] = {}
+            for suite in plan.suites[index]:
+                for case in suite.cases:
+                    calls[_call_key(case)] = None
+            for entry in plan.book:
+                calls[entry.call] = None
+            for case in plan.gt_cases:
+                calls[_call_key(case)] = None
+            ordered = list(calls)
+            plan.cand_calls.append(ordered)
+            if program is None or not ordered:
+                plan.cand_jobs.append(-1)
+                continue
+            plan.cand_jobs.append(len(jobs))
+            tag = f"code:{plan.problem.task_id}:{index}"
+            jobs.append(_job(program, ordered, stdio, self.limits, tag))
+
+    # ------------------------------------------------------------------ scoring
+    def _score(
+        self,
+        plan: _Plan,
+        results: list[JobResult],
+        batch_gt: dict[tuple[str, str], CallResult],
+    ) -> Judgement:
+        digest = _digest(plan.problem.gt_program)
+        config = self.reward_config
+        stdio = plan.problem.kind == "stdio"
+
+        def gt(key: str | None) -> CallResult | None:
+            if key is None:
+                return None
+            found = batch_gt.get((digest, key))
+            return found if found is not None else self._cache_get((digest, key))
+
+        coder_details: list[CoderReward] = []
+        tester_details: list[tuple[TesterReward, ...]] = []
+        suite_rows: list[tuple[SuiteVerdict, ...]] = []
+        book_rows: list[tuple[TestVerdict, ...]] = []
+        compiled: list[bool] = []
+        errors: list[str] = []
+        gt_rates: list[float] = []
+        for index, program in enumerate(plan.programs):
+            job_index = plan.cand_jobs[index]
+            outcome: dict[str, CallResult] = {}
+            ran = program is not None
+            error = "" if program is not None else "no code in the answer"
+            if job_index >= 0:
+                result = results[job_index]
+                ran = result.compiled
+                error = "" if ran else f"{result.setup_status.value}: {result.setup_error}"
+                outcome = dict(zip(plan.cand_calls[index], result.calls))
+            compiled.append(ran)
+            errors.append(error)
+
+            def passed(key: str, expected: Any, outcome: dict[str, CallResult] = outcome) -> bool:
+                call = outcome.get(key)
+                return bool(call is not None and call.ok and _same(call.value, expected, stdio))
+
+            # GT tests
+            gt_total, gt_passed = 0, 0
+            for case in plan.gt_cases:
+                reference = gt(_call_key(case))
+                if reference is None or not reference.ok:
+                    continue
+                gt_total += 1
+                gt_passed += passed(_call_key(case), reference.value)
+            gt_rate = gt_passed / gt_total if gt_total else 0.0
+            gt_rates.append(gt_rate)
+            # mistake book
+            book_verdicts = tuple(
+                _verdict(entry.call, entry.expected, True, outcome, passed, "mistake_book", stdio)
+                for entry in plan.book
+            )
+            book_rows.append(book_verdicts)
+            mb_total = len(book_verdicts) if ran else 0
+            mb_fail = sum(not v.passed for v in book_verdicts)
+            mb_rate = (1.0 - mb_fail / mb_total) if mb_total else None
+            # generated suites
+            row: list[SuiteVerdict] = []
+            gen_rates: list[float | None] = []
+            for suite in plan.suites[index]:
+                grading, verdicts = self._grade(suite, gt, outcome, passed, stdio, config.k)
+                gen_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
+                gen_rates.append(gen_rate)
+                gen_failures = sum(v.valid and not v.passed for v in verdicts)
+                tester = tester_reward(
+                    n_valid=grading.n_valid if grading else 0,
+                    n_invalid=grading.n_invalid if grading else 0,
+                    gen_failures=gen_failures,
+                    mb_failures=mb_fail if mb_total else None,
+                    mb_total=mb_total or None,
+                    candidate_ran=ran,
+                    text=suite.text,
+                    config=config,
+                )
+                pair = (
+                    score_coder([gen_rate], mb_rate, config=_code_a1(config)).total if ran else 0.0
+                )
+                dropped = tuple(
+                    (_case_line(t.case), t.status, _case_text(t.case))
+                    for t in (grading.graded if grading else ())
+                    if not t.kept
+                )
+                row.append(
+                    SuiteVerdict(
+                        grading=grading,
+                        verdicts=verdicts,
+                        rejected=tuple(suite.rejected) + dropped,
+                        parse_reason=suite.reason,
+                        coder_pair_reward=pair,
+                        tester=tester,
+                    )
+                )
+            suite_rows.append(tuple(row))
+            tester_details.append(tuple(v.tester for v in row))
+            if not ran:
+                coder_details.append(CoderReward(0.0, gen_mean(gen_rates), mb_rate, "did_not_run"))
+            else:
+                coder_details.append(
+                    score_coder(gen_rates, mb_rate, gt_pass_rate=gt_rate, config=config)
+                )
+        judgement = Judgement(
+            coder_rewards=tuple(c.total for c in coder_details),
+            tester_rewards=tuple(tuple(t.total for t in row) for row in tester_details),
+            gt_pass_rates=tuple(gt_rates),
+            coder_details=tuple(coder_details),
+            tester_details=tuple(tester_details),
+            suites=tuple(suite_rows),
+            mistake_book=tuple(book_rows),
+            compiled=tuple(compiled),
+            code_errors=tuple(errors),
+        )
+        judgement.metrics.update(_metrics(judgement))
+        return judgement
+
+    def _grade(
+        self,
+        suite: _Parsed,
+        gt: Any,
+        outcome: dict[str, CallResult],
+        passed: Any,
+        stdio: bool,
+        k: int,
+    ) -> tuple[SuiteGrading | None, tuple[TestVerdict, ...]]:
+        if not suite.cases:
+            return None, ()
+        gt_ok: list[bool] = []
+        gt_values: list[Any] = []
+        exp_ok: list[bool] = []
+        exp_values: list[Any] = []
+        for case in suite.cases:
+            reference = gt(_call_key(case))
+            gt_ok.append(bool(reference is not None and reference.ok))
+            gt_values.append(_norm(reference.value, stdio) if reference and reference.ok else None)
+            ok, value = self._expected(case, gt, stdio)
+            exp_ok.append(ok)
+            exp_values.append(value)
+        grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, k)
+        verdicts = tuple(
+            _verdict(
+                _call_key(t.case),
+                t.gt_value,
+                t.status == "valid",
+                outcome,
+                passed,
+                "generated",
+                stdio,
+            )
+            for t in grading.tests
+        )
+        return grading, verdicts
+
+    def _expected(self, case: TestCase | IOPair, gt: Any, stdio: bool) -> tuple[bool, Any]:
+        if isinstance(case, IOPair):
+            return True, _norm(case.output, True)
+        literal = _literal(case.expected)
+        if literal is not _MISSING:
+            return True, literal
+        reference = gt(_expected_key(case))
+        if reference is None or not reference.ok:
+            return False, None
+        return True, reference.value
+
+    # ------------------------------------------------------------------ mistake book
+    def _update_book(self, plan: _Plan, judgement: Judgement) -> None:
+        failed: list[tuple[str, Any]] = []
+        passed: list[str] = []
+        for index, ran in enumerate(judgement.compiled):
+            if not ran:
+                continue
+            for suite in judgement.suites[index]:
+                if suite.grading is None:
+                    continue
+                for test, verdict in zip(suite.grading.tests, suite.verdicts):
+                    if verdict.valid and not verdict.passed:
+                        failed.append((_call_key(test.case), test.gt_value))
+            for entry, verdict in zip(plan.book, judgement.mistake_book[index]):
+                if verdict.passed:
+                    passed.append(entry.call)
+        if failed or passed:
+            self.mistake_book.apply(plan.problem.task_id, failed, passed)
+
+    # ------------------------------------------------------------------ GT cache
+    def _cache_get(self, key: tuple[str, str]) -> CallResult | None:
+        with self._lock:
+            value = self._gt_cache.get(key)
+            if value is not None:
+                self._gt_cache.move_to_end(key)
+            return value
+
+    def _cache_put(self, key: tuple[str, str], value: CallResult) -> None:
+        """Cache a deterministic GT outcome (a timeout or crash may be load: not cached)."""
+        if value.status in (CallStatus.TIMEOUT, CallStatus.NOT_RUN, CallStatus.CRASH):
+            return
+        self._gt_cache[key] = value
+        self._gt_cache.move_to_end(key)
+        while len(self._gt_cache) > _GT_CACHE_SIZE:
+            self._gt_cache.popitem(last=False)
+
+
+_MISSING = object()
+
+
+def _digest(program: str) -> str:
+    return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _program_of(text: Any) -> str | None:
+    if not isinstance(text, str):
+        return None
+    code = extract_code(text)
+    return code if code.strip() else None
+
+
+def _call_key(case: TestCase | IOPair) -> str:
+    return case.input if isinstance(case, IOPair) else case.call
+
+
+def _expected_key(case: TestCase) -> str:
+    return case.expected
+
+
+def _gt_keys(case: TestCase | IOPair) -> Iterable[str | None]:
+    if isinstance(case, IOPair):
+        return (case.input,)
+    if _literal(case.expected) is _MISSING:
+        return (case.call, case.expected)
+    return (case.call,)
+
+
+def _all_cases(plan: _Plan) -> Iterable[TestCase | IOPair]:
+    for row in plan.suites:
+        for suite in row:
+            yield from suite.cases
+    yield from plan.gt_cases
+
+
+def _literal(source: str) -> Any:
+    """The value of ``source`` when it is a plain literal, else ``_MISSING`` (no code runs)."""
+    if len(source) > 10_000:
+        return _MISSING
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _MISSING
+    return value if plain.is_plain(value) else _MISSING
+
+
+def _job(program: str, keys: list[str], stdio: bool, limits: Limits, tag: str) -> Job:
+    if stdio:
+        return Job(program=program, stdin_inputs=tuple(keys), limits=limits, tag=tag)
+    return Job(program=program, calls=tuple(keys), limits=limits, tag=tag)
+
+
+def _norm(value: Any, stdio: bool) -> Any:
+    if stdio and isinstance(value, str):
+        return "\n".join(line.rstrip() for line in value.strip().splitlines())
+    return value
+
+
+def _same(value: Any, expected: Any, stdio: bool) -> bool:
+    return plain.values_equal(_norm(value, stdio), _norm(expected, stdio))
+
+
+def _verdict(
+    key: str,
+    expected: Any,
+    valid: bool,
+    outcome: dict[str, CallResult],
+    passed: Any,
+    source: str,
+    stdio: bool,
+) -> TestVerdict:
+    call = outcome.get(key)
+    ok = bool(passed(key, expected))
+    shown = f"stdin={key!r}" if stdio else f"assert {key} == {plain.to_source(expected)}"
+    status = call.status.value if call is not None else CallStatus.NOT_RUN.value
+    error = call.error[:300] if call is not None else "candidate did not run"
+    return TestVerdict(shown[:500], valid, ok, status, "" if ok else error, source)
+
+
+def _case_line(case: TestCase | IOPair) -> int:
+    return case.line if isinstance(case, TestCase) else 0
+
+
+def _case_text(case: TestCase | IOPair) -> str:
+    return (case.source if isinstance(case, TestCase) else case.input)[:200]
+
+
+def gen_mean(rates: Sequence[float | None]) -> float | None:
+    """Mean of the suites' pass rates that exist (None when no suite kept a test)."""
+    rated = [rate for rate in rates if rate is not None]
+    return sum(rated) / len(rated) if rated else None
+
+
+def _code_a1(config: RewardConfig) -> RewardConfig:
+    if config.mode != "golden":
+        return config
+    return RewardConfig(alpha=config.alpha, k=config.k, mode="code-a1")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def _metrics(j: Judgement) -> dict[str, float]:
+    testers = [t for row in j.tester_details for t in row]
+    suites = [s for row in j.suites for s in row]
+    graded = [s.grading for s in suites if s.grading is not None]
+    considered = sum(len(g.graded) for g in graded)
+    kept_valid = [v for s in suites for v in s.verdicts if v.valid]
+    return {
+        "coder/reward": _mean(j.coder_rewards),
+        "coder/gt_pass_rate": _mean(j.gt_pass_rates),
+        "coder/compile_rate": _mean([float(c) for c in j.compiled]),
+        "tester/reward": _mean([t.total for t in testers]),
+        "tester/validity": _mean([t.r_val for t in testers]),
+        "tester/adversarial": _mean([t.r_adv for t in testers]),
+        "tester/valid_share": (sum(g.n_valid for g in graded) / considered) if considered else 0.0,
+        "tester/tests_per_suite": _mean([float(len(s.verdicts)) for s in suites]),
+        "tester/valid_failure_rate": (
+            sum(not v.passed for v in kept_valid) / len(kept_valid) if kept_valid else 0.0
+        ),
+        "tester/empty_suites": float(sum(1 for s in suites if s.grading is None)),
+    }

@@ -1,0 +1,233 @@
+"""One role against a fixed opponent, so any single-agent algorithm can train one side.
+
+* ``CodeTestDuel-Coder-v0`` (:class:`CoderEnv`): the coder against the GT tests and/or the
+  mistake book.
+* ``CodeTestDuel-Tester-v0`` (:class:`TesterEnv`): the tester against a pool of candidate
+  programs: the GT solution and AST mutants of it.
+
+Both are one-step episodes scored by the same referee as ``CodeTestDuel-v0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium.error import ResetNeeded
+
+from codea1_env.builders import ProblemPicker, make_referee
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.env import duel_info, render_duel
+from codea1_env.mistake_book import MistakeBook
+from codea1_env.mutation import MutantCache
+from codea1_env.problems.problem import Problem
+from codea1_env.referee import Referee
+from codea1_env.rewards import RewardConfig
+from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.spaces import action_space, observation_space, observe
+
+__all__ = ["CoderEnv", "TesterEnv"]
+
+OPPONENTS = ("gt", "mistake_book", "gt+mistake_book")
+
+
+class _OneStepEnv(gym.Env[dict[str, Any], str]):
+    """Shared plumbing of the single-role envs."""
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 1}
+
+    def __init__(
+        self,
+        source: Any,
+        reward_config: RewardConfig,
+        limits: Limits | Mapping[str, Any] | None,
+        mistake_book: MistakeBook | str | None,
+        sandbox: Sandbox | str | None,
+        referee: Referee | None,
+        max_action_chars: int,
+        render_mode: str | None,
+    ) -> None:
+        self.render_mode = render_mode
+        self.max_action_chars = int(max_action_chars)
+        self.observation_space = observation_space()
+        self.action_space = action_space(self.max_action_chars)
+        self._picker = ProblemPicker(source)
+        self._owns_referee = referee is None
+        self.referee = referee or make_referee(reward_config, limits, mistake_book, sandbox)
+        self._duel: Duel | None = None
+
+    def _require_live(self) -> Duel:
+        if self._duel is None:
+            raise ResetNeeded(f"{type(self).__name__}: call reset() before step()")
+        if self._duel.finished:
+            raise ResetNeeded(f"{type(self).__name__}: the episode is over; call reset()")
+        return self._duel
+
+    def render(self) -> str | None:
+        """Return (``"ansi"``) or print (``"human"``) the duel as text."""
+        text = render_duel(self._duel)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        """Stop the sandbox if this env started it."""
+        if self._owns_referee:
+            self.referee.close()
+
+
+class CoderEnv(_OneStepEnv):
+    """The coder against a fixed tester.
+
+    Observation and action spaces as ``CodeTestDuel-v0`` (``role`` is always 0). One step: the
+    coder's answer is scored and the episode ends.
+
+    Args:
+        source: Problem source (as ``CodeTestDuel-v0``).
+        opponent: ``"gt"`` (reward = pass rate on the GT tests, the "Golden Tests" reward),
+            ``"mistake_book"`` (pass rate on the replayed mistake-book tests; 0 while the book is
+            empty), or ``"gt+mistake_book"`` (Code-A1's coder reward with the GT tests as the
+            test suite).
+        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+
+    """
+
+    def __init__(
+        self,
+        source: Any = "bank",
+        *,
+        opponent: str = "gt",
+        k: int = 8,
+        limits: Limits | Mapping[str, Any] | None = None,
+        mistake_book: MistakeBook | str | None = None,
+        sandbox: Sandbox | str | None = None,
+        referee: Referee | None = None,
+        max_action_chars: int = MAX_ACTION_CHARS,
+        render_mode: str | None = None,
+    ) -> None:
+        if opponent not in OPPONENTS:
+            raise ValueError(f"opponent must be one of {OPPONENTS}, got {opponent!r}")
+        self.opponent = opponent
+        mode = "golden" if opponent == "gt" else "code-a1"
+        super().__init__(
+            source,
+            RewardConfig(k=k, mode=mode),
+            limits,
+            mistake_book,
+            sandbox,
+            referee,
+            max_action_chars,
+            render_mode,
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Draw a problem; the coder moves."""
+        super().reset(seed=seed)
+        self._duel = Duel(self._picker.pick(self.np_random, options))
+        return observe(self._duel), duel_info(self._duel)
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Score the coder's answer against the fixed tests; the episode ends."""
+        duel = self._require_live()
+        duel.play_code(action, self.max_action_chars)
+        duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
+        outcome = score_duels(self.referee, [duel])[0]
+        outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
+        return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)
+
+    def _fixed_tests(self, problem: Problem) -> str:
+        if self.opponent == "gt+mistake_book":
+            return "\n".join(problem.tests) if problem.kind == "function" else _io_text(problem)
+        return ""
+
+
+class TesterEnv(_OneStepEnv):
+    """The tester against a pool of candidate programs: the GT solution and its mutants.
+
+    Observation and action spaces as ``CodeTestDuel-v0`` (``role`` is always 1). ``reset``
+    draws a problem and a candidate (the GT with probability ``p_gt``, else a uniformly drawn AST
+    mutant of it; the GT when it has no mutant); one step scores the tester's answer and ends the
+    episode. ``info["candidate"]`` says which candidate was drawn.
+
+    Args:
+        source: Problem source.
+        p_gt: Probability that the candidate is the GT itself (a correct program: the tester's
+            best answer is then valid tests, since nothing can fail).
+        mutation_operators: Operators to draw mutants from (default: all of
+            :data:`codea1_env.mutation.OPERATORS`).
+        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+
+    """
+
+    def __init__(
+        self,
+        source: Any = "bank",
+        *,
+        p_gt: float = 0.25,
+        mutation_operators: tuple[str, ...] | None = None,
+        alpha: float = 0.5,
+        k: int = 8,
+        limits: Limits | Mapping[str, Any] | None = None,
+        mistake_book: MistakeBook | str | None = None,
+        sandbox: Sandbox | str | None = None,
+        referee: Referee | None = None,
+        max_action_chars: int = MAX_ACTION_CHARS,
+        render_mode: str | None = None,
+    ) -> None:
+        if not 0.0 <= p_gt <= 1.0:
+            raise ValueError(f"p_gt must be in [0, 1], got {p_gt}")
+        self.p_gt = p_gt
+        self.mutation_operators = mutation_operators
+        self._mutants = MutantCache()
+        self._candidate = "gt"
+        super().__init__(
+            source,
+            RewardConfig(alpha=alpha, k=k),
+            limits,
+            mistake_book,
+            sandbox,
+            referee,
+            max_action_chars,
+            render_mode,
+        )
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Draw a problem and a candidate program; the tester moves."""
+        super().reset(seed=seed)
+        problem = self._picker.pick(self.np_random, options)
+        program, self._candidate = self._draw_candidate(problem)
+        self._duel = Duel(problem)
+        self._duel.play_code(program, self.max_action_chars)
+        return observe(self._duel), self._info()
+
+    def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Score the tester's answer against the drawn candidate; the episode ends."""
+        duel = self._require_live()
+        duel.play_tests(action, self.max_action_chars)
+        outcome = score_duels(self.referee, [duel])[0]
+        return observe(duel, Role.TESTER), outcome.rewards["tester"], True, False, self._info()
+
+    def _draw_candidate(self, problem: Problem) -> tuple[str, str]:
+        gt = problem.gt_program
+        if self.np_random.random() < self.p_gt:
+            return gt, "gt"
+        mutants = self._mutants.get(gt, operators=self.mutation_operators)
+        if not mutants:
+            return gt, "gt"
+        mutant = mutants[int(self.np_random.integers(len(mutants)))]
+        return mutant.source, f"mutant: {mutant.operator} line {mutant.line}: {mutant.description}"
+
+    def _info(self) -> dict[str, Any]:
+        info = duel_info(self._duel)
+        info["candidate"] = self._candidate
+        return info
+
+
+def _io_text(problem: Problem) -> str:
+    return "\n".join(f"Input:\n{p.input}\nOutput:\n{p.output}" for p in problem.io_pairs)

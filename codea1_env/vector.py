@@ -1,0 +1,202 @@
+"""The natively batched form of ``CodeTestDuel-v0``: one sandbox call per batched step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.error import ResetNeeded
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from codea1_env.builders import ProblemPicker, make_referee
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.env import duel_info
+from codea1_env.mistake_book import MistakeBook
+from codea1_env.referee import Referee
+from codea1_env.rewards import RewardConfig
+from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.spaces import action_space, observation_space, observe
+
+__all__ = ["CodeTestDuelVectorEnv"]
+
+
+class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarray]):
+    """``num_envs`` duels stepped together; the tester step scores all of them in one batch.
+
+    All sub-envs move in lock-step (every episode is coder then tester), so at each step every
+    sub-env has the same role. Sub-envs ``i`` and ``j`` with ``i // group_size == j //
+    group_size`` play the same problem, the way GRPO samples groups: with ``group_size=8`` and 8
+    distinct codes x 8 suites, one step is 9 sandbox jobs (one GT job and one job per distinct
+    program) rather than 128.
+
+    Observations are batched as Gymnasium does for a ``Dict``: ``obs["role"]`` is an ``int64``
+    array and the text fields are tuples of strings. ``infos`` follow the vector convention (an
+    array per key plus a ``"_key"`` mask); ``infos["rewards"]`` holds ``{"coder": array,
+    "tester": array}`` at the end of the episodes. Autoreset is ``NEXT_STEP``: the step after an
+    episode ends resets it and ignores its action.
+
+    Args:
+        num_envs: Number of sub-envs.
+        group_size: Sub-envs per shared problem (must divide ``num_envs``).
+        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        source: Any = "bank",
+        *,
+        group_size: int = 1,
+        reward_mode: str = "code-a1",
+        alpha: float = 0.5,
+        k: int = 8,
+        limits: Limits | Mapping[str, Any] | None = None,
+        mistake_book: MistakeBook | str | None = None,
+        sandbox: Sandbox | str | None = None,
+        referee: Referee | None = None,
+        max_action_chars: int = MAX_ACTION_CHARS,
+        render_mode: str | None = None,
+    ) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if group_size < 1 or num_envs % group_size:
+            raise ValueError(f"group_size ({group_size}) must divide num_envs ({num_envs})")
+        self.num_envs = num_envs
+        self.group_size = group_size
+        self.render_mode = render_mode
+        self.max_action_chars = int(max_action_chars)
+        self.single_observation_space = observation_space()
+        self.single_action_space = action_space(self.max_action_chars)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._picker = ProblemPicker(source)
+        self._owns_referee = referee is None
+        self.referee = referee or make_referee(
+            RewardConfig(alpha=alpha, k=k, mode=reward_mode), limits, mistake_book, sandbox
+        )
+        self._duels: list[Duel] | None = None
+
+    # ------------------------------------------------------------------ VectorEnv API
+    def reset(
+        self,
+        *,
+        seed: int | list[int] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start ``num_envs`` duels.
+
+        ``options`` as for the single env (one problem for all sub-envs), or
+        ``{"problem_ids": [...]}`` with one id per group.
+        """
+        if isinstance(seed, list):
+            seed = seed[0] if seed else None
+        super().reset(seed=seed)
+        options = dict(options or {})
+        ids = options.pop("problem_ids", None)
+        n_groups = self.num_envs // self.group_size
+        if ids is not None and len(ids) != n_groups:
+            raise ValueError(
+                f"problem_ids: expected {n_groups} ids (one per group), got {len(ids)}"
+            )
+        problems = []
+        for group in range(n_groups):
+            group_options = {"problem_id": ids[group]} if ids is not None else options
+            problems.append(self._picker.pick(self.np_random, group_options))
+        self._duels = [Duel(problems[i // self.group_size]) for i in range(self.num_envs)]
+        return self._observations(), self._infos(np.ones(self.num_envs, dtype=bool))
+
+    def step(
+        self, actions: Sequence[Any]
+    ) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Play one move in every sub-env; tester moves are scored in one sandbox call."""
+        if self._duels is None:
+            raise ResetNeeded("CodeTestDuelVectorEnv: call reset() before step()")
+        actions = list(actions)
+        if len(actions) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminated = np.zeros(self.num_envs, dtype=bool)
+        if all(d.finished for d in self._duels):  # autoreset (NEXT_STEP)
+            obs, info = self.reset()
+            return obs, rewards, terminated, np.zeros(self.num_envs, dtype=bool), info
+        golden = self.referee.reward_config.mode == "golden"
+        to_score: list[int] = []
+        for i, (duel, action) in enumerate(zip(self._duels, actions)):
+            if duel.role is Role.CODER:
+                duel.play_code(action, self.max_action_chars)
+                if golden:
+                    duel.play_tests("", self.max_action_chars)
+                    to_score.append(i)
+            else:
+                duel.play_tests(action, self.max_action_chars)
+                to_score.append(i)
+        if to_score:
+            outcomes = score_duels(self.referee, [self._duels[i] for i in to_score])
+            for i, outcome in zip(to_score, outcomes):
+                rewards[i] = outcome.rewards["coder" if golden else "tester"]
+                terminated[i] = True
+                if golden:
+                    outcome.reasons["tester"] = "golden_mode"
+        truncated = np.zeros(self.num_envs, dtype=bool)
+        return self._observations(), rewards, terminated, truncated, self._infos(terminated)
+
+    def render(self) -> tuple[str, ...] | None:
+        """Text pictures of every sub-env's duel."""
+        from codea1_env.env import render_duel
+
+        if self._duels is None:
+            return None
+        return tuple(render_duel(d) for d in self._duels)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop the sandbox if this env started it."""
+        if self._owns_referee:
+            self.referee.close()
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def duels(self) -> list[Duel]:
+        """The current duels (empty before reset)."""
+        return list(self._duels or [])
+
+    def _observations(self) -> dict[str, Any]:
+        assert self._duels is not None
+        single = [observe(d) for d in self._duels]
+        return {
+            "role": np.array([o["role"] for o in single], dtype=np.int64),
+            "prompt": tuple(o["prompt"] for o in single),
+            "entry_point": tuple(o["entry_point"] for o in single),
+            "code": tuple(o["code"] for o in single),
+        }
+
+    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
+        """Vector-style infos: per key an object array plus a ``_key`` presence mask."""
+        assert self._duels is not None
+        per_env = [duel_info(d) for d in self._duels]
+        keys: list[str] = []
+        for info in per_env:
+            keys.extend(k for k in info if k not in keys)
+        out: dict[str, Any] = {}
+        for key in keys:
+            present = np.array([key in info for info in per_env], dtype=bool)
+            if key == "rewards":
+                out[key] = {
+                    role: np.array(
+                        [info[key][role] if key in info else 0.0 for info in per_env],
+                        dtype=np.float64,
+                    )
+                    for role in ("coder", "tester")
+                }
+            else:
+                values = np.empty(self.num_envs, dtype=object)
+                for i, info in enumerate(per_env):
+                    values[i] = info.get(key)
+                out[key] = values
+            out["_" + key] = present
+        del mask
+        return out
