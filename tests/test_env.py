@@ -1,0 +1,164 @@
+"""CodeTestDuel-v0: the Gymnasium contract, custom problems, bad moves, errors."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.error import ResetNeeded
+from gymnasium.utils.env_checker import check_env
+
+import codea1_env  # noqa: F401  (registers the ids)
+from codea1_env.env import CodeTestDuelEnv
+from codea1_env.problems import ProblemFormatError
+
+CUSTOM = {
+    "task_id": "custom/abs_diff",
+    "prompt": 'def abs_diff(a: int, b: int) -> int:\n    """Return |a - b|."""',
+    "entry_point": "abs_diff",
+    "canonical_solution": "def abs_diff(a, b):\n    return abs(a - b)\n",
+    "tests": [
+        "assert abs_diff(1, 3) == 2",
+        "assert abs_diff(3, 1) == 2",
+        "assert abs_diff(0, 0) == 0",
+    ],
+}
+BUGGY = "```python\ndef abs_diff(a, b):\n    return a - b\n```"
+
+
+@pytest.fixture
+def env(sandbox):
+    e = CodeTestDuelEnv(sandbox=sandbox)
+    yield e
+    e.close()
+
+
+def test_registered_and_reachable_by_module_path(sandbox):
+    assert "CodeTestDuel-v0" in gym.registry
+    e = gym.make("codea1_env:CodeTestDuel-v0", sandbox=sandbox)
+    obs, info = e.reset(seed=1)
+    assert obs["role"] == 0 and info["role"] == "coder"
+    e.close()
+
+
+def test_check_env_passes_without_warnings(sandbox):
+    e = CodeTestDuelEnv(sandbox=sandbox)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(e, skip_render_check=True)
+    e.close()
+
+
+def test_full_episode_with_custom_problem(env):
+    obs, info = env.reset(options={"problem": CUSTOM})
+    assert info["task_id"] == "custom/abs_diff"
+    assert obs == {"role": 0, "prompt": CUSTOM["prompt"], "entry_point": "abs_diff", "code": ""}
+    obs, reward, terminated, truncated, info = env.step(BUGGY)
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert obs["role"] == 1 and "return a - b" in obs["code"]  # white-box view for the tester
+    tests = "```python\nassert abs_diff(1, 3) == 2\nassert abs_diff(3, 1) == 2\n```"
+    obs, reward, terminated, truncated, info = env.step(tests)
+    assert terminated and not truncated
+    assert set(info["rewards"]) == {"coder", "tester"}
+    assert info["rewards"]["tester"] == reward
+    # coder passes 1 of 2 -> 0.5; tester: R_val 2/8, R_adv 1/8 -> 0.1875
+    assert info["rewards"]["coder"] == pytest.approx(0.5)
+    assert reward == pytest.approx(0.1875)
+    assert [v["passed"] for v in info["verdicts"]] == [False, True]
+    assert info["tests"][0] == "assert abs_diff(1, 3) == 2"
+    assert "FAIL" in env.render()
+
+
+def test_problem_id_option_and_unknown_id(env):
+    _, info = env.reset(seed=0)
+    task_id = info["task_id"]
+    _, info2 = env.reset(options={"problem_id": task_id})
+    assert info2["task_id"] == task_id
+    with pytest.raises(ValueError, match="no such problem"):
+        env.reset(options={"problem_id": "does/not/exist"})
+
+
+def test_malformed_custom_problem_names_the_field(env):
+    bad = dict(CUSTOM, tests="assert abs_diff(1, 3) == 2")  # a string, not a list
+    with pytest.raises(ProblemFormatError, match="tests"):
+        env.reset(options={"problem": bad})
+
+
+def test_step_before_reset_and_after_end_raise(env):
+    with pytest.raises(ResetNeeded):
+        env.step("x")
+    env.reset(options={"problem": CUSTOM})
+    env.step(BUGGY)
+    env.step("assert abs_diff(1, 1) == 0")
+    with pytest.raises(ResetNeeded):
+        env.step("x")
+
+
+@pytest.mark.parametrize(
+    "move, reason",
+    [
+        ("", "empty"),
+        (b"\xff\xfe\x00binary", "binary"),
+        ("x" * 1_000_000, "too_long"),
+        (12345, "not_text"),
+    ],
+)
+def test_bad_coder_moves_score_zero_with_a_reason(env, move, reason):
+    env.reset(options={"problem": CUSTOM})
+    env.step(move)
+    _, reward, terminated, _, info = env.step("assert abs_diff(1, 3) == 2")
+    assert terminated
+    assert info["rewards"]["coder"] == 0.0
+    assert info["reasons"]["coder"].startswith(reason)
+    assert info["rewards"]["tester"] == 0.0  # nothing ran, so the tester earns nothing either
+
+
+def test_prose_without_code_is_a_legal_move_that_scores_zero(env):
+    env.reset(options={"problem": CUSTOM})
+    env.step("I think the answer is to subtract the numbers.")
+    _, _, _, _, info = env.step("assert abs_diff(1, 3) == 2")
+    assert info["rewards"]["coder"] == 0.0
+    assert info["reasons"]["coder"].startswith("did_not_run")
+
+
+@pytest.mark.parametrize("move", ["", "\x00\x01\x02", "y" * 1_000_000, "assert (", "print('hi')"])
+def test_bad_tester_moves_score_zero_and_never_raise(env, move):
+    env.reset(options={"problem": CUSTOM})
+    env.step(BUGGY)
+    _, reward, terminated, _, info = env.step(move)
+    assert terminated
+    assert reward <= 0.0
+    assert info["reasons"]["tester"]
+
+
+def test_golden_mode_ends_after_the_coder(sandbox):
+    e = CodeTestDuelEnv(sandbox=sandbox, reward_mode="golden")
+    e.reset(options={"problem": CUSTOM})
+    _, reward, terminated, _, info = e.step(BUGGY)
+    assert terminated
+    assert reward == pytest.approx(2 / 3)  # fails only abs_diff(1, 3) == 2 of the GT tests
+    assert info["rewards"] == {"coder": reward, "tester": 0.0}
+    e.close()
+
+
+def test_sqlite_mistake_book_persists_across_envs(sandbox, tmp_path):
+    path = tmp_path / "book.sqlite"
+    e = CodeTestDuelEnv(sandbox=sandbox, mistake_book=str(path))
+    e.reset(options={"problem": CUSTOM})
+    e.step(BUGGY)
+    e.step("assert abs_diff(1, 3) == 2")
+    e.close()
+    e2 = CodeTestDuelEnv(sandbox=sandbox, mistake_book=str(path))
+    e2.reset(options={"problem": CUSTOM})
+    e2.step(BUGGY)
+    _, _, _, _, info = e2.step("")
+    assert [v["passed"] for v in info["mistake_book_verdicts"]] == [False]
+    e2.close()
+
+
+def test_limits_dict_and_unknown_field(sandbox):
+    e = CodeTestDuelEnv(sandbox=sandbox, limits={"call_timeout_s": 0.5})
+    assert e.referee.limits.call_timeout_s == 0.5
+    with pytest.raises(ValueError, match="unknown field"):
+        CodeTestDuelEnv(sandbox=sandbox, limits={"nope": 1})

@@ -1,0 +1,174 @@
+"""The referee: Code-A1 scoring end to end through the real sandbox, on hand-computed cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from codea1_env.mistake_book import InMemoryMistakeBook
+from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.referee import Referee
+from codea1_env.rewards import RewardConfig
+
+THRESHOLD = Problem(
+    task_id="t/threshold",
+    prompt='def f(x: int) -> int:\n    """Return 1 when x > 10, else 0."""',
+    entry_point="f",
+    canonical_solution="def f(x: int) -> int:\n    return 1 if x > 10 else 0\n",
+    tests=("assert f(0) == 0", "assert f(10) == 0", "assert f(11) == 1", "assert f(50) == 1"),
+)
+GT = THRESHOLD.canonical_solution
+BUGGY = "def f(x):\n    return 1 if x >= 10 else 0\n"  # off by one at x == 10
+BROKEN = "def f(x) return 1\n"
+
+
+@pytest.fixture
+def referee(sandbox):
+    return Referee(
+        sandbox=sandbox, reward_config=RewardConfig(), mistake_book=InMemoryMistakeBook()
+    )
+
+
+def fenced(code: str) -> str:
+    return f"Here is my solution:\n```python\n{code}```\n"
+
+
+def test_correct_code_passes_everything(referee):
+    suite = "assert f(10) == 0\nassert f(11) == 1\nassert f(-5) == 0"
+    j = referee.judge(THRESHOLD, [fenced(GT)], [[suite]])
+    assert j.compiled == (True,)
+    assert j.gt_pass_rates == (1.0,)
+    assert j.coder_rewards == (1.0,)
+    # 3 valid, 0 invalid, K=8: R_val = min(3/8, 1) = 0.375; R_adv = 0 -> 0.5 * 0.375
+    assert j.tester_rewards[0][0] == pytest.approx(0.1875)
+
+
+def test_boundary_test_breaks_buggy_code_and_feeds_the_book(referee):
+    suite = "assert f(10) == 0\nassert f(11) == 1"
+    j = referee.judge(THRESHOLD, [BUGGY], [[suite]])
+    # candidate fails f(10): gen pass 1/2; no mistake book yet -> coder 0.5
+    assert j.coder_rewards[0] == pytest.approx(0.5)
+    # R_val = min(2/8, 1) = 0.25; R_adv = 1/8 -> 0.5*0.25 + 0.5*0.125
+    assert j.tester_rewards[0][0] == pytest.approx(0.1875)
+    assert j.gt_pass_rates[0] == pytest.approx(0.75)
+    entries = referee.mistake_book.top(THRESHOLD.task_id)
+    assert [(e.call, e.expected, e.frequency) for e in entries] == [("f(10)", 0, 1)]
+    # Next time the book is replayed: the buggy code fails it again (+1), GT passes it (-1).
+    j2 = referee.judge(THRESHOLD, [BUGGY, GT], [[""], [""]])
+    assert [v.passed for v in j2.mistake_book[0]] == [False]
+    assert [v.passed for v in j2.mistake_book[1]] == [True]
+    assert j2.coder_rewards == (0.0, 1.0)
+    # failing a stored test adds nothing; the GT passing it takes 1 off: 1 - 1 = 0 -> removed
+    assert referee.mistake_book.size(THRESHOLD.task_id) == 0
+
+
+def test_mistake_book_relative_adversarial_reward(referee):
+    referee.mistake_book.apply(THRESHOLD.task_id, [("f(10)", 0)], [])
+    suite = "assert f(10) == 0\nassert f(11) == 1\nassert f(9) == 0"
+    j = referee.judge(THRESHOLD, [BUGGY], [[suite]], update_book=False)
+    # gen failure rate = 1/8 (f(10)); mb failure rate = 1/1
+    # R_adv = (0.125 - 1 + 1) / 2 = 0.0625; R_val = 3/8
+    t = j.tester_details[0][0]
+    assert t.r_adv == pytest.approx(0.0625)
+    assert t.total == pytest.approx(0.5 * 0.375 + 0.5 * 0.0625)
+    # coder: gen pass 2/3, mb pass 0 -> mean 1/3
+    assert j.coder_rewards[0] == pytest.approx(1 / 3)
+
+
+def test_wrong_expectation_is_kept_with_gt_value_and_counted_invalid(referee):
+    suite = "assert f(10) == 1\nassert f(11) == 1"  # first expectation is wrong
+    j = referee.judge(THRESHOLD, [BUGGY], [[suite]], update_book=False)
+    grading = j.suites[0][0].grading
+    assert grading is not None
+    assert [t.status for t in grading.tests] == ["invalid_kept", "valid"]
+    assert [t.gt_value for t in grading.tests] == [0, 1]
+    verdicts = j.suites[0][0].verdicts
+    assert [v.passed for v in verdicts] == [False, True]  # run against the GT value 0
+    # R_val = min(1/8, 1 - 1/8) = 0.125; the failure is on an invalid test: R_adv = 0
+    assert j.tester_details[0][0].r_val == pytest.approx(0.125)
+    assert j.tester_details[0][0].r_adv == 0.0
+
+
+def test_gt_errors_and_duplicates_are_dropped(referee):
+    suite = "\n".join(
+        [
+            "assert f('a') == 0",  # GT raises TypeError -> dropped
+            "assert f(3) == 0",
+            "assert f(3) == 0",  # syntactic duplicate -> rejected by the parser
+            "x = 3\nassert f(x) == 0",  # inlined -> duplicate of f(3)
+        ]
+    )
+    j = referee.judge(THRESHOLD, [GT], [[suite]], update_book=False)
+    grading = j.suites[0][0].grading
+    assert grading is not None
+    assert grading.n_valid == 1
+    assert grading.n_invalid == 1  # the GT error; parser duplicates never reach grading
+    reasons = {reason for _, reason, _ in j.suites[0][0].rejected}
+    assert {"duplicate", "dropped_gt_error"} <= reasons
+
+
+def test_code_that_does_not_compile_zeroes_both(referee):
+    j = referee.judge(THRESHOLD, [BROKEN], [["assert f(10) == 0"]])
+    assert j.compiled == (False,)
+    assert j.coder_rewards == (0.0,)
+    assert j.tester_rewards == ((0.0,),)
+    assert "setup" in j.code_errors[0] or "exception" in j.code_errors[0]
+    assert referee.mistake_book.size() == 0  # no book entries from a program that never ran
+
+
+def test_no_valid_tests(referee):
+    j = referee.judge(THRESHOLD, [GT], [["no tests here, sorry"]])
+    assert j.suites[0][0].grading is None
+    assert j.tester_rewards == ((0.0,),)
+    assert j.coder_rewards == (0.0,)  # no generated and no book tests -> 0
+
+
+def test_hostile_expected_expression_runs_only_in_the_sandbox(referee, tmp_path):
+    marker = tmp_path / "pwned"
+    suite = f"assert f(11) == (open({str(marker)!r}, 'w').write('x') and 1)\nassert f(0) == 0"
+    j = referee.judge(THRESHOLD, [GT], [[suite]], update_book=False)
+    assert not marker.exists()
+    grading = j.suites[0][0].grading
+    assert grading is not None and len(grading.tests) == 2
+
+
+def test_nonprintable_penalty_reaches_the_tester_reward(referee):
+    suite = "assert f(10) == 0\x00\x01"
+    j = referee.judge(THRESHOLD, [BUGGY], [[suite]], update_book=False)
+    t = j.tester_details[0][0]
+    assert t.penalty == pytest.approx(2 / len(suite))
+
+
+def test_judge_many_is_one_sandbox_call(sandbox):
+    referee = Referee(sandbox=sandbox)
+    codes = [GT, BUGGY] * 4
+    suites = [["assert f(10) == 0\nassert f(11) == 1"] * 8 for _ in codes]
+    referee.judge_many([(THRESHOLD, codes, suites), (THRESHOLD, [GT], [[""]])])
+    assert sandbox.runs == 1
+    # 8 candidate jobs + 1 job for the first problem's GT calls + 1 for the second item's code
+    assert sandbox.jobs <= 11
+
+
+def test_golden_mode_rewards_gt_pass_rate(sandbox):
+    referee = Referee(sandbox=sandbox, reward_config=RewardConfig(mode="golden"))
+    j = referee.judge(THRESHOLD, [GT, BUGGY], [[], []])
+    assert j.coder_rewards == (1.0, 0.75)
+    assert referee.gt_pass_rates(THRESHOLD, [BUGGY]) == [0.75]
+
+
+def test_stdio_problem(sandbox):
+    problem = Problem(
+        task_id="t/sum",
+        prompt="Read two integers and print their sum.",
+        entry_point="",
+        canonical_solution="a, b = map(int, input().split())\nprint(a + b)\n",
+        io_pairs=(IOPair("1 2\n", "3\n"), IOPair("5 5\n", "10\n")),
+    )
+    referee = Referee(sandbox=sandbox)
+    buggy = "a, b = map(int, input().split())\nprint(a + b if a != b else 0)\n"
+    tests = "Input:\n5 5\nOutput:\n10\n\nInput:\n2 3\nOutput:\n6\n"
+    j = referee.judge(problem, [buggy], [[tests]], update_book=False)
+    grading = j.suites[0][0].grading
+    assert grading is not None
+    assert [t.status for t in grading.tests] == ["valid", "invalid_kept"]
+    assert [v.passed for v in j.suites[0][0].verdicts] == [False, True]
+    assert j.gt_pass_rates[0] == pytest.approx(0.5)

@@ -1,0 +1,158 @@
+"""Views over the same referee: vector env, PettingZoo AEC, single-role envs, token wrapper."""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import codea1_env
+from codea1_env.env import CodeTestDuelEnv
+from codea1_env.referee import Referee
+
+PROBLEM = {
+    "task_id": "custom/clamp",
+    "prompt": 'def clamp(x: int, lo: int, hi: int) -> int:\n    """Clamp x to [lo, hi]."""',
+    "entry_point": "clamp",
+    "canonical_solution": "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n",
+    "tests": [
+        "assert clamp(5, 0, 10) == 5",
+        "assert clamp(-1, 0, 10) == 0",
+        "assert clamp(11, 0, 10) == 10",
+    ],
+}
+CODES = [
+    "def clamp(x, lo, hi):\n    return max(lo, min(x, hi))\n",
+    "def clamp(x, lo, hi):\n    return min(x, hi)\n",
+    "def clamp(x, lo, hi):\n    return max(lo, x)\n",
+    "def clamp(x, lo, hi)\n    return x\n",
+]
+SUITES = [
+    "assert clamp(-1, 0, 10) == 0",
+    "assert clamp(11, 0, 10) == 10\nassert clamp(5, 0, 10) == 5",
+    "assert clamp(0, 0, 0) == 1",
+    "nothing",
+]
+
+
+def test_vector_env_matches_single_envs_and_batches(sandbox):
+    n = len(CODES) * len(SUITES)
+    codes = [CODES[i // len(SUITES)] for i in range(n)]
+    suites = [SUITES[i % len(SUITES)] for i in range(n)]
+    venv = gym.make_vec(
+        "CodeTestDuel-v0",
+        num_envs=n,
+        vectorization_mode="vector_entry_point",
+        sandbox=sandbox,
+        group_size=n,
+    )
+    obs, infos = venv.reset(seed=0, options={"problem": PROBLEM})
+    assert list(obs["role"]) == [0] * n
+    obs, rewards, term, trunc, infos = venv.step(codes)
+    assert not term.any() and list(obs["role"]) == [1] * n
+    runs_before = sandbox.runs
+    obs, rewards, term, trunc, infos = venv.step(suites)
+    assert term.all() and not trunc.any()
+    assert sandbox.runs == runs_before + 1  # the whole batch is one sandbox call
+    coder = infos["rewards"]["coder"]
+    # the same episodes one by one through single envs (each with a fresh, empty mistake book,
+    # as the vector env's was) give the same rewards
+    for i in range(n):
+        single = CodeTestDuelEnv(sandbox=sandbox)
+        single.reset(options={"problem": PROBLEM})
+        single.step(codes[i])
+        _, r, _, _, info = single.step(suites[i])
+        assert r == pytest.approx(rewards[i])
+        assert info["rewards"]["coder"] == pytest.approx(coder[i])
+    # autoreset on the next step
+    obs, rewards, term, trunc, infos = venv.step(["x"] * n)
+    assert list(obs["role"]) == [0] * n and not term.any()
+    venv.close()
+
+
+def test_vector_env_groups_share_a_problem(sandbox):
+    venv = codea1_env.vector.CodeTestDuelVectorEnv(num_envs=6, group_size=3, sandbox=sandbox)
+    _, infos = venv.reset(seed=3)
+    ids = list(infos["task_id"])
+    assert ids[0] == ids[1] == ids[2] and ids[3] == ids[4] == ids[5]
+    with pytest.raises(ValueError):
+        codea1_env.vector.CodeTestDuelVectorEnv(num_envs=5, group_size=2, sandbox=sandbox)
+
+
+def test_pettingzoo_api(sandbox):
+    from pettingzoo.test import api_test
+
+    env = codea1_env.pettingzoo_env(sandbox=sandbox)
+    api_test(env, num_cycles=4, verbose_progress=False)
+
+
+def test_pettingzoo_loop_delivers_both_rewards(sandbox):
+    env = codea1_env.pettingzoo_env(sandbox=sandbox)
+    env.reset(seed=0, options={"problem": PROBLEM})
+    moves = {"coder": CODES[1], "tester": SUITES[0]}
+    totals = {"coder": 0.0, "tester": 0.0}
+    for agent in env.agent_iter():
+        obs, reward, terminated, truncated, info = env.last()
+        totals[agent] += reward
+        if agent == "tester" and not terminated:
+            assert "return min(x, hi)" in obs["code"]
+        env.step(None if terminated or truncated else moves[agent])
+    # coder fails clamp(-1, 0, 10): 0/1 -> 0; tester: R_val 1/8, R_adv 1/8 -> 0.125
+    assert totals == {"coder": 0.0, "tester": pytest.approx(0.125)}
+
+
+@pytest.mark.parametrize("env_id", ["CodeTestDuel-Coder-v0", "CodeTestDuel-Tester-v0"])
+def test_single_role_envs_pass_check_env(sandbox, env_id):
+    # built directly (no spec), since check_env's close check deep-copies the spec's kwargs
+    env = gym.spec(env_id).make(sandbox=sandbox).unwrapped
+    env.spec = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=True)
+    env.close()
+    env.close()  # closing twice is allowed
+
+
+def test_coder_env_rewards_gt_pass_rate(sandbox):
+    env = gym.make("CodeTestDuel-Coder-v0", sandbox=sandbox)
+    env.reset(options={"problem": PROBLEM})
+    _, reward, terminated, _, _ = env.step(CODES[1])
+    assert terminated and reward == pytest.approx(2 / 3)
+    env.close()
+
+
+def test_tester_env_draws_gt_or_mutants(sandbox):
+    env = gym.make("CodeTestDuel-Tester-v0", sandbox=sandbox, p_gt=0.0)
+    obs, info = env.reset(seed=0, options={"problem": PROBLEM})
+    assert info["candidate"].startswith("mutant")
+    assert obs["code"] and obs["code"] != PROBLEM["canonical_solution"]
+    _, reward, terminated, _, info = env.step("\n".join(PROBLEM["tests"]))
+    assert terminated and np.isfinite(reward)
+    env.close()
+
+
+def test_token_env_passes_sb3_check_env(sandbox):
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    from codea1_env.tokens import END, TokenEnv
+
+    inner = gym.make("CodeTestDuel-Tester-v0", sandbox=sandbox, source="procedural").unwrapped
+    env = TokenEnv(inner, max_tokens=12)
+    sb3_check_env(env, warn=True)
+    env.reset(seed=0)
+    for token in ["assert {entry_point}(", "1", ") == ", "0", END]:
+        _, reward, terminated, _, info = env.step(env.vocab.index(token))
+    assert terminated
+    assert info["text"].startswith("assert f(1) == 0")
+    env.close()
+
+
+def test_all_views_share_one_referee(sandbox):
+    referee = Referee(sandbox=sandbox)
+    env = CodeTestDuelEnv(referee=referee)
+    venv = codea1_env.vector.CodeTestDuelVectorEnv(num_envs=2, referee=referee)
+    aec = codea1_env.pettingzoo_env(referee=referee)
+    assert env.referee is venv.referee is aec.referee
