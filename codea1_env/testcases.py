@@ -1,0 +1,866 @@
+"""Turn a Test LLM's raw text into test cases with Code-A1 semantics.
+
+A Test LLM answers with prose, code fences and lines such as ``assert add(1, 2) == 3``. This
+module extracts the code, parses it with :mod:`ast`, keeps only the shape Code-A1 accepts, and
+returns every outcome as a value with a reason: :func:`parse_tests` never raises for any ``str``.
+
+Accepted shape (the authors' rule): ``assert ENTRY(args...) == EXPECTED`` (an optional assert
+message is ignored). The outer call must call ``entry_point`` by plain name; other calls inside the
+arguments are fine (they run in the sandbox), and so are ``*args``/``**kwargs`` (the call is
+evaluated as a Python expression). The mirrored form ``assert EXPECTED == ENTRY(args)`` is **not**
+accepted: it is rejected as ``"wrong_shape"``, as in the authors' parser.
+
+Assignments before an assert are inlined by AST substitution: after ``x = [1, 2]``, the line
+``assert f(x) == 3`` becomes the case ``f([1, 2]) == 3``. Simple targets (``x = e``, ``x: T = e``,
+``a = b = e``, ``x += e`` after ``x = e``, and ``a, b = e1, e2`` with a literal tuple/list of the
+same length) are inlined; any other assignment (``a, b = g()``, ``obj.attr = e``, ``d[k] = e``)
+makes the names it binds unresolved, and an assert that uses one is rejected as
+``"unresolved_name"``.
+
+Rejection reasons (closed set, :data:`REJECT_REASONS`):
+
+- ``"syntax_error"``: the statement does not parse (prose lines land here too).
+- ``"not_assert"``: a statement that is neither an assert nor an inlinable assignment.
+- ``"not_equality"``: an assert whose test is not a single ``==`` comparison.
+- ``"wrong_shape"``: ``==`` with the entry-point call on the right only (the mirrored form).
+- ``"wrong_function"``: the left side calls something other than ``entry_point`` by plain name.
+- ``"no_call"``: the left side of ``==`` is not a call.
+- ``"unresolved_name"``: the assert uses a name bound by an assignment that cannot be inlined.
+- ``"shadows_entry_point"``: an assignment rebinds ``entry_point`` (ignored, never inlined).
+- ``"too_long"``: the statement, or the expression after inlining, exceeds the size limits.
+- ``"duplicate"``: the same call (after inlining, by :attr:`TestCase.key`) appeared earlier.
+- ``"too_many"``: more than ``max_cases`` cases were found; the extra ones are dropped.
+- ``"missing_output"`` / ``"missing_input"``: stdio only (:func:`parse_io_pairs`), an input block
+  with no output block after it, or an output block with no input before it.
+
+Why no case was found (:attr:`ParsedTests.reason`, :data:`EMPTY_REASONS`): ``"empty"`` (blank
+text), ``"syntax_error"`` (nothing parsed), ``"no_asserts"`` (code parsed but held no assert),
+``"no_valid_asserts"`` (asserts were found, all rejected).
+
+Ground-truth (GT) correction happens in the referee; :func:`grade_suite` holds its pure bookkeeping.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codea1_env.plain import values_equal
+from codea1_env.problems.problem import IOPair
+
+__all__ = [
+    "EMPTY_REASONS",
+    "MAX_EXPRESSION_NODES",
+    "MAX_STATEMENT_CHARS",
+    "REJECT_REASONS",
+    "GradedTest",
+    "GradeStatus",
+    "ParsedIOPairs",
+    "case_key",
+    "ParsedTests",
+    "Rejected",
+    "SuiteGrading",
+    "TestCase",
+    "extract_code",
+    "extract_fenced_blocks",
+    "grade_suite",
+    "parse_io_pairs",
+    "parse_tests",
+]
+
+REJECT_REASONS = frozenset(
+    {
+        "syntax_error",
+        "not_assert",
+        "not_equality",
+        "wrong_shape",
+        "wrong_function",
+        "no_call",
+        "unresolved_name",
+        "shadows_entry_point",
+        "too_long",
+        "duplicate",
+        "too_many",
+        "missing_output",
+        "missing_input",
+    }
+)
+"""Every value :attr:`Rejected.reason` can take (the ``"missing_*"`` ones are for stdio pairs)."""
+
+EMPTY_REASONS = frozenset({"empty", "no_code", "syntax_error", "no_asserts", "no_valid_asserts"})
+"""Every non-empty value :attr:`ParsedTests.reason` can take."""
+
+MAX_STATEMENT_CHARS = 4000
+"""Longest source of one statement considered; longer ones are rejected as ``"too_long"``."""
+
+MAX_EXPRESSION_NODES = 2000
+"""Largest AST (in nodes) of an inlined call or expected expression; larger is ``"too_long"``."""
+
+_MAX_MERGED_LINES = 30
+"""How many lines the statement-by-statement fallback joins to complete one statement."""
+
+_MERGE_BUDGET_FACTOR = 8
+"""The fallback re-parses at most this many times the code's length while joining chunks."""
+
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+"""What :func:`ast.parse`/:func:`ast.unparse` raise on hostile input (NUL bytes, deep nesting)."""
+
+
+@dataclass(frozen=True)
+class TestCase:
+    """One accepted test: ``assert {call} == {expected}``.
+
+    Attributes:
+        call: Normalized source of the entry-point call (``ast.unparse`` after inlining).
+        expected: Source of the expected expression after inlining.
+        line: 1-based line of the assert in the extracted code.
+        source: The original assert statement as written.
+
+    """
+
+    __test__ = False  # not a pytest test class
+
+    call: str
+    expected: str
+    line: int
+    source: str
+
+    @property
+    def key(self) -> str:
+        """Canonical form of the call for duplicate detection (``ast.dump`` of the call)."""
+        try:
+            return ast.dump(ast.parse(self.call, mode="eval").body)
+        except _PARSE_ERRORS:
+            return self.call
+
+    @property
+    def assert_source(self) -> str:
+        """The normalized assert statement."""
+        return f"assert {self.call} == {self.expected}"
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A statement (or stdio block) that did not become a test, and why.
+
+    Attributes:
+        line: 1-based line in the extracted code (0 when unknown).
+        source: The offending source, truncated to 200 characters.
+        reason: One of :data:`REJECT_REASONS`.
+
+    """
+
+    line: int
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ParsedTests:
+    """The result of :func:`parse_tests`.
+
+    Attributes:
+        cases: Accepted test cases, in order, without syntactic duplicates, at most ``max_cases``.
+        rejected: Everything that did not become a case, in order, with reasons.
+        code: The code that was analysed (extracted from the text, truncated to ``max_chars``).
+        reason: ``""`` when at least one case was found, else one of :data:`EMPTY_REASONS`.
+        truncated: True when the extracted code was longer than ``max_chars`` and was cut.
+
+    """
+
+    cases: tuple[TestCase, ...]
+    rejected: tuple[Rejected, ...]
+    code: str
+    reason: str
+    truncated: bool = False
+
+    @property
+    def n_asserts(self) -> int:
+        """Number of assert-like statements seen (accepted plus rejected asserts)."""
+        return len(self.cases) + sum(r.reason != "syntax_error" for r in self.rejected)
+
+
+def parse_tests(
+    text: str, entry_point: str, *, max_chars: int = 20000, max_cases: int = 64
+) -> ParsedTests:
+    """Parse a Test LLM's raw answer into test cases.
+
+    Code is taken from the fenced Python blocks of ``text`` (see :func:`extract_fenced_blocks`),
+    or from the whole text when it has none. Code longer than ``max_chars`` is cut at the last
+    line break before the limit. When the code does not parse as a whole it is parsed statement
+    by statement, so that one bad line (or a line of prose) does not lose the good asserts.
+
+    Args:
+        text: The Test LLM's whole answer. Any string is accepted.
+        entry_point: Name of the function under test.
+        max_chars: Most characters of extracted code analysed.
+        max_cases: Most cases returned; later valid asserts are rejected as ``"too_many"``.
+
+    Returns:
+        The accepted cases, the rejected statements and, when no case was found, the reason.
+
+    """
+    if not isinstance(text, str) or not text.strip():
+        return ParsedTests((), (), "", "empty")
+    blocks = extract_fenced_blocks(text, _PYTHON_TAGS) or extract_fenced_blocks(text, ("",))
+    code = "\n".join(blocks) if blocks else text
+    truncated = len(code) > max_chars
+    if truncated:
+        cut = code.rfind("\n", 0, max_chars)
+        code = code[: cut if cut > 0 else max_chars]
+    if not code.strip():
+        return ParsedTests((), (), code, "no_code", truncated)
+    statements, syntax_rejects = _split_statements(code)
+    parser = _SuiteParser(entry_point, max_cases)
+    for stmt, line, source in statements:
+        parser.feed(stmt, line, source)
+    rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line)
+    cases = tuple(parser.cases)
+    reason = ""
+    if not cases:
+        if not statements:
+            reason = "syntax_error"
+        elif parser.n_asserts == 0:
+            reason = "no_asserts"
+        else:
+            reason = "no_valid_asserts"
+    return ParsedTests(cases, tuple(rejected), code, reason, truncated)
+
+
+def _split_statements(code: str) -> tuple[list[tuple[ast.stmt, int, str]], list[Rejected]]:
+    """Parse ``code`` into top-level statements, falling back to chunk-by-chunk parsing.
+
+    Returns:
+        ``(statement, line, source)`` triples and the chunks rejected as ``"syntax_error"``.
+
+    """
+    tree = _try_parse(code)
+    lines = code.split("\n")
+    if tree is not None:
+        return [(s, s.lineno, _segment(lines, s)) for s in tree.body], []
+    statements: list[tuple[ast.stmt, int, str]] = []
+    rejects: list[Rejected] = []
+    chunks = _top_level_chunks(lines)
+    budget = _MERGE_BUDGET_FACTOR * len(code)  # characters the merging may re-parse in all
+    i = 0
+    while i < len(chunks):
+        start = chunks[i][0]
+        parsed, incomplete = _parse_chunk("\n".join(lines[start : chunks[i][1]]))
+        j = i
+        while parsed is None and incomplete and j + 1 < len(chunks) and budget > 0:
+            j += 1
+            if chunks[j][1] - start > _MAX_MERGED_LINES:
+                break
+            merged = "\n".join(lines[start : chunks[j][1]])
+            budget -= len(merged)
+            parsed, incomplete = _parse_chunk(merged)
+        if parsed is None:
+            bad = "\n".join(lines[start : chunks[i][1]]).strip()
+            rejects.append(Rejected(start + 1, _clip(bad), "syntax_error"))
+            i += 1
+            continue
+        sub_lines = lines[start : chunks[j][1]]
+        for s in parsed.body:
+            statements.append((s, s.lineno + start, _segment(sub_lines, s)))
+        i = j + 1
+    return statements, rejects
+
+
+def _top_level_chunks(lines: list[str]) -> list[tuple[int, int]]:
+    """Group lines into chunks ``[start, end)``: a non-indented line and its indented followers."""
+    chunks: list[tuple[int, int]] = []
+    for idx, line in enumerate(lines):
+        if not line.strip():
+            continue
+        if line[:1] in (" ", "\t") and chunks:
+            chunks[-1] = (chunks[-1][0], idx + 1)
+        else:
+            chunks.append((idx, idx + 1))
+    return chunks
+
+
+_INCOMPLETE_MARKERS = ("was never closed", "unexpected EOF", "unterminated triple-quoted")
+"""Syntax errors that more lines could fix; only those make the fallback join the next chunk."""
+
+
+def _parse_chunk(source: str) -> tuple[ast.Module | None, bool]:
+    """Parse one chunk; return ``(tree or None, whether the error looks like missing lines)``."""
+    try:
+        return _quiet_parse(source), False
+    except SyntaxError as exc:
+        return None, any(marker in str(exc.msg) for marker in _INCOMPLETE_MARKERS)
+    except _PARSE_ERRORS:
+        return None, False
+
+
+def _try_parse(source: str) -> ast.Module | None:
+    try:
+        return _quiet_parse(source)
+    except _PARSE_ERRORS:
+        return None
+
+
+def _quiet_parse(source: str) -> ast.Module:
+    """:func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    end = node.end_lineno or node.lineno
+    first = lines[node.lineno - 1 : end]
+    if not first:
+        return ""
+    if len(first) == 1:
+        text = first[0][node.col_offset : node.end_col_offset]
+    else:
+        text = "\n".join(
+            [first[0][node.col_offset :], *first[1:-1], first[-1][: node.end_col_offset]]
+        )
+    return text
+
+
+def _clip(source: str, limit: int = 200) -> str:
+    return source if len(source) <= limit else source[: limit - 3] + "..."
+
+
+_UNRESOLVED = "unresolved_name"
+"""Marker stored for names bound by an assignment that cannot be inlined."""
+
+_TOO_LARGE = "too_long"
+"""Marker stored for names whose inlined value exceeds :data:`MAX_EXPRESSION_NODES`."""
+
+
+class _SuiteParser:
+    """Walks top-level statements in order, inlining assignments and collecting cases."""
+
+    def __init__(self, entry_point: str, max_cases: int) -> None:
+        self.entry_point = entry_point
+        self.max_cases = max_cases
+        self.env: dict[str, Any] = {}  # name -> (expr, node count), or a marker
+        self.cases: list[TestCase] = []
+        self.rejected: list[Rejected] = []
+        self.keys: set[str] = set()
+        self.n_asserts = 0
+
+    def reject(self, line: int, source: str, reason: str) -> None:
+        self.rejected.append(Rejected(line, _clip(source), reason))
+
+    def feed(self, stmt: ast.stmt, line: int, source: str) -> None:
+        if len(source) > MAX_STATEMENT_CHARS:
+            self.n_asserts += isinstance(stmt, ast.Assert)
+            self.reject(line, source, "too_long")
+            return
+        try:
+            if isinstance(stmt, ast.Assert):
+                self.n_asserts += 1
+                self.feed_assert(stmt, line, source)
+            elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                self.feed_assignment(stmt, line, source)
+            else:
+                self.reject(line, source, "not_assert")
+        except (RecursionError, MemoryError, ValueError):
+            self.reject(line, source, "too_long")
+
+    def feed_assignment(self, stmt: ast.stmt, line: int, source: str) -> None:
+        bindings: list[tuple[str, Any]] = []
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                bindings.extend(self.bind(target, stmt.value))
+        elif isinstance(stmt, ast.AnnAssign):
+            if stmt.value is None:
+                return  # a bare annotation binds nothing
+            bindings.extend(self.bind(stmt.target, stmt.value))
+        elif isinstance(stmt, ast.AugAssign):
+            name = stmt.target.id if isinstance(stmt.target, ast.Name) else None
+            if name is not None and isinstance(self.env.get(name), tuple):
+                combined = ast.BinOp(left=ast.Name(name, ast.Load()), op=stmt.op, right=stmt.value)
+                bindings.append((name, self.inline(combined)))
+            else:
+                bindings.extend((n, _UNRESOLVED) for n in _bound_names(stmt.target))
+        if any(name == self.entry_point for name, _ in bindings):
+            self.reject(line, source, "shadows_entry_point")
+        for name, value in bindings:
+            if name != self.entry_point:
+                self.env[name] = value
+
+    def bind(self, target: ast.expr, value: ast.expr) -> list[tuple[str, Any]]:
+        """Return ``(name, inlined value or _UNRESOLVED)`` for each name ``target`` binds."""
+        if isinstance(target, ast.Name):
+            return [(target.id, self.inline(value))]
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+        ):
+            out: list[tuple[str, Any]] = []
+            for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+                out.extend(self.bind(sub_target, sub_value))
+            return out
+        return [(name, _UNRESOLVED) for name in _bound_names(target)]
+
+    def inline(self, expr: ast.expr) -> Any:
+        """Substitute known names into ``expr``; return ``(expr, nodes)`` or a marker string.
+
+        The marker is :data:`_TOO_LARGE` when the result would exceed
+        :data:`MAX_EXPRESSION_NODES` (or a name used holds that marker), else :data:`_UNRESOLVED`
+        when a name used was bound by an assignment that could not be inlined.
+        """
+        inliner = _Inliner(self.env)
+        if inliner.cost(expr) > MAX_EXPRESSION_NODES:
+            return _TOO_LARGE
+        result = inliner.visit(copy.deepcopy(expr))
+        if inliner.failure:
+            return inliner.failure
+        return (result, inliner.cost(result))
+
+    def feed_assert(self, stmt: ast.Assert, line: int, source: str) -> None:
+        test = stmt.test
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            self.reject(line, source, "not_equality")
+            return
+        if not isinstance(test.ops[0], ast.Eq):
+            self.reject(line, source, "not_equality")
+            return
+        left, right = test.left, test.comparators[0]
+        if not self.is_entry_call(left):
+            if self.is_entry_call(right):
+                reason = "wrong_shape"
+            else:
+                reason = "wrong_function" if isinstance(left, ast.Call) else "no_call"
+            self.reject(line, source, reason)
+            return
+        call, expected = self.inline(left), self.inline(right)
+        if isinstance(call, str) or isinstance(expected, str):
+            failures = {f for f in (call, expected) if isinstance(f, str)}
+            self.reject(line, source, _TOO_LARGE if _TOO_LARGE in failures else _UNRESOLVED)
+            return
+        case = TestCase(ast.unparse(call[0]), ast.unparse(expected[0]), line, source)
+        key = ast.dump(call[0])
+        if key in self.keys:
+            self.reject(line, source, "duplicate")
+        elif len(self.cases) >= self.max_cases:
+            self.reject(line, source, "too_many")
+        else:
+            self.keys.add(key)
+            self.cases.append(case)
+
+    def is_entry_call(self, node: ast.expr) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == self.entry_point
+        )
+
+
+def _bound_names(target: ast.expr) -> list[str]:
+    """Names a (possibly nested) assignment target binds; attributes/subscripts bind none."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in _bound_names(elt)]
+    return []
+
+
+class _Inliner(ast.NodeTransformer):
+    """Replace free names by their assigned expressions; lambda/comprehension scopes respected."""
+
+    def __init__(self, env: dict[str, Any]) -> None:
+        self.env = env
+        self.shadowed: list[set[str]] = []
+        self.failure = ""  # a marker when a name could not be substituted
+
+    def is_shadowed(self, name: str) -> bool:
+        return any(name in scope for scope in self.shadowed)
+
+    def cost(self, node: ast.AST) -> int:
+        """Node count of ``node`` after substitution, computed without substituting."""
+        total = 0
+        for sub in ast.walk(node):
+            total += 1
+            if isinstance(sub, ast.Name) and isinstance(self.env.get(sub.id), tuple):
+                total += self.env[sub.id][1] - 1
+        return total
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if not isinstance(node.ctx, ast.Load) or self.is_shadowed(node.id):
+            return node
+        value = self.env.get(node.id)
+        if isinstance(value, str):
+            self.failure = _TOO_LARGE if _TOO_LARGE in (value, self.failure) else value
+            return node
+        if value is None:
+            return node
+        return copy.deepcopy(value[0])
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
+        args = node.args
+        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+        node.args = self.visit(node.args)  # defaults are evaluated in the enclosing scope
+        self.shadowed.append(names)
+        node.body = self.visit(node.body)
+        self.shadowed.pop()
+        return node
+
+    def visit_arguments(self, node: ast.arguments) -> ast.AST:
+        node.defaults = [self.visit(d) for d in node.defaults]
+        node.kw_defaults = [None if d is None else self.visit(d) for d in node.kw_defaults]
+        return node
+
+    def _visit_comprehension(self, node: Any, parts: Sequence[str]) -> ast.AST:
+        bound = {n for gen in node.generators for n in _bound_names(gen.target)}
+        # The first iterable is evaluated in the enclosing scope.
+        node.generators[0].iter = self.visit(node.generators[0].iter)
+        self.shadowed.append(bound)
+        for index, gen in enumerate(node.generators):
+            if index:
+                gen.iter = self.visit(gen.iter)
+            gen.ifs = [self.visit(cond) for cond in gen.ifs]
+        for part in parts:
+            setattr(node, part, self.visit(getattr(node, part)))
+        self.shadowed.pop()
+        return node
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        return self._visit_comprehension(node, ("elt",))
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        return self._visit_comprehension(node, ("elt",))
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
+        return self._visit_comprehension(node, ("elt",))
+
+    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
+        return self._visit_comprehension(node, ("key", "value"))
+
+
+# --------------------------------------------------------------------------------------------
+# Code extraction from prose with Markdown fences
+# --------------------------------------------------------------------------------------------
+
+_PYTHON_TAGS = ("python", "py", "python3")
+_FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
+
+
+def extract_fenced_blocks(text: str, languages: Sequence[str] | None = None) -> list[str]:
+    """Return the contents of the Markdown fenced blocks of ``text``, in order.
+
+    A block opens with a line of three or more backticks (or tildes) followed by an optional
+    language tag, and closes with a line holding only a fence of the same character at least as
+    long. A block left open (a generation cut short) runs to the end of the text.
+
+    Args:
+        text: Any string.
+        languages: Keep only blocks whose tag (first word, lower-cased) is in this list; ``""``
+            stands for an untagged block. None keeps every block.
+
+    """
+    blocks: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if match is None:
+            i += 1
+            continue
+        fence, info = match.group("fence"), match.group("info").strip()
+        tag = info.split()[0].lower() if info else ""
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            stripped = lines[i].strip()
+            if stripped.startswith(fence) and stripped == fence[0] * len(stripped):
+                break
+            body.append(lines[i])
+            i += 1
+        i += 1  # past the closing fence
+        if languages is None or tag in languages:
+            blocks.append("\n".join(body))
+    return blocks
+
+
+def extract_code(text: str, language: str = "python") -> str:
+    """Return the program in a coder's answer.
+
+    Rule: the longest fenced block tagged ``language`` (for Python also ``py``/``python3``);
+    if there is none, the longest untagged block; if there is none, the whole text. Ties go to
+    the last such block (a model that revises its answer puts the final version last). The
+    longest block is chosen because answers often add a short usage example after the solution.
+
+    Args:
+        text: Any string (the whole answer).
+        language: Language tag to look for.
+
+    """
+    if not isinstance(text, str):
+        return ""
+    tags = _PYTHON_TAGS if language.lower() in _PYTHON_TAGS else (language.lower(),)
+    blocks = extract_fenced_blocks(text, tags) or extract_fenced_blocks(text, ("",))
+    if not blocks:
+        return text
+    best = blocks[0]
+    for block in blocks[1:]:
+        if len(block) >= len(best):
+            best = block
+    return best
+
+
+# --------------------------------------------------------------------------------------------
+# Stdin/stdout problems: input/output pairs
+# --------------------------------------------------------------------------------------------
+
+_IO_HEADER = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|>[ \t]*|[-*][ \t]+)?(?:\*\*|__)?[ \t]*"
+    r"(?:(?:example|sample|test)[ \t]*)?(?P<kind>input|output|stdin|stdout)"
+    r"(?:[ \t]*#?[ \t]*\d+)?[ \t]*(?:\*\*|__)?[ \t]*"
+    r"(?::(?:[ \t]*(?:\*\*|__))?(?P<rest>.*))?$",
+    re.IGNORECASE,
+)
+_IO_TAGS = {"input": "input", "stdin": "input", "output": "output", "stdout": "output"}
+
+
+@dataclass(frozen=True)
+class ParsedIOPairs:
+    """The result of :func:`parse_io_pairs`.
+
+    Attributes:
+        pairs: Accepted pairs, in order, without duplicate inputs, at most ``max_cases``.
+        rejected: Blocks that did not become pairs (``line`` is the block's header line).
+        reason: ``""`` when at least one pair was found, else ``"empty"`` or ``"no_pairs"``.
+
+    """
+
+    pairs: tuple[IOPair, ...]
+    rejected: tuple[Rejected, ...]
+    reason: str
+
+
+def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) -> ParsedIOPairs:
+    r"""Parse a tester's stdin/stdout examples.
+
+    Accepted formats, tried in this order:
+
+    1. Fenced blocks tagged ``input``/``stdin`` and ``output``/``stdout``: each input block is
+       paired with the next output block.
+    2. Header lines ``Input:`` / ``Output:`` (any case; optional Markdown such as ``**Input:**``,
+       ``### Output``, ``- Input 2:``, ``Sample Input 1:``). A section runs to the next header; its
+       text is the first fenced block inside it if there is one, else its lines (with any text
+       after the header's colon as the first line).
+
+    Leading and trailing blank lines are removed and both texts end with one ``"\n"``. The
+    expected output is the tester's claim; the referee replaces it with the GT's output. Only the
+    first ``max_chars`` characters of ``text`` are read. Never raises for any ``str``.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return ParsedIOPairs((), (), "empty")
+    text = text[:max_chars]
+    sections = _fenced_io_sections(text) or _header_io_sections(text)
+    pairs: list[IOPair] = []
+    rejected: list[Rejected] = []
+    seen: set[str] = set()
+    pending: tuple[int, str] | None = None
+    for line, kind, body in sections:
+        if kind == "input":
+            if pending is not None:
+                rejected.append(Rejected(pending[0], _clip(pending[1]), "missing_output"))
+            pending = (line, body)
+            continue
+        if pending is None:
+            rejected.append(Rejected(line, _clip(body), "missing_input"))
+            continue
+        in_line, stdin = pending
+        pending = None
+        if stdin in seen:
+            rejected.append(Rejected(in_line, _clip(stdin), "duplicate"))
+        elif len(pairs) >= max_cases:
+            rejected.append(Rejected(in_line, _clip(stdin), "too_many"))
+        else:
+            seen.add(stdin)
+            pairs.append(IOPair(stdin, body))
+    if pending is not None:
+        rejected.append(Rejected(pending[0], _clip(pending[1]), "missing_output"))
+    return ParsedIOPairs(tuple(pairs), tuple(rejected), "" if pairs else "no_pairs")
+
+
+def _normalize_io(lines: Sequence[str]) -> str:
+    kept = list(lines)
+    while kept and not kept[0].strip():
+        kept.pop(0)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    return "\n".join(line.rstrip("\r") for line in kept) + "\n"
+
+
+def _fenced_io_sections(text: str) -> list[tuple[int, str, str]]:
+    """``(line, kind, body)`` for each fenced block tagged input/output/stdin/stdout."""
+    sections: list[tuple[int, str, str]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if match is None:
+            i += 1
+            continue
+        start, fence = i, match.group("fence")
+        info = match.group("info").strip()
+        tag = info.split()[0].lower() if info else ""
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            stripped = lines[i].strip()
+            if stripped.startswith(fence) and stripped == fence[0] * len(stripped):
+                break
+            body.append(lines[i])
+            i += 1
+        i += 1
+        if tag in _IO_TAGS:
+            sections.append((start + 1, _IO_TAGS[tag], _normalize_io(body)))
+    return sections
+
+
+def _header_io_sections(text: str) -> list[tuple[int, str, str]]:
+    """``(line, kind, body)`` for each ``Input:``/``Output:`` section."""
+    lines = text.split("\n")
+    heads: list[tuple[int, str, str]] = []
+    for index, line in enumerate(lines):
+        if len(line) > 200 or _FENCE.match(line):
+            continue
+        match = _IO_HEADER.match(line)
+        if match is not None:
+            heads.append((index, _IO_TAGS[match.group("kind").lower()], match.group("rest") or ""))
+    sections: list[tuple[int, str, str]] = []
+    for number, (index, kind, rest) in enumerate(heads):
+        end = heads[number + 1][0] if number + 1 < len(heads) else len(lines)
+        body_lines = ([rest.strip()] if rest.strip() else []) + lines[index + 1 : end]
+        fenced = extract_fenced_blocks("\n".join(lines[index + 1 : end]))
+        body = _normalize_io(fenced[0].split("\n")) if fenced else _normalize_io(body_lines)
+        sections.append((index + 1, kind, body))
+    return sections
+
+
+# --------------------------------------------------------------------------------------------
+# Ground-truth correction bookkeeping (the referee runs the calls; this decides what they mean)
+# --------------------------------------------------------------------------------------------
+
+GradeStatus = Literal["valid", "invalid_kept", "dropped_gt_error", "dropped_duplicate"]
+
+
+@dataclass(frozen=True)
+class GradedTest:
+    """One test after the GT ran its call.
+
+    Attributes:
+        case: The parsed test (a :class:`TestCase`, or an :class:`IOPair` for stdio problems).
+        status: ``"valid"`` (GT agrees with the expectation), ``"invalid_kept"`` (the expectation
+            was wrong or failed to evaluate; kept with the GT value as its expectation),
+            ``"dropped_gt_error"`` (the GT failed on the call) or ``"dropped_duplicate"``.
+        gt_value: The GT's plain value for the call; None when dropped.
+
+    """
+
+    case: TestCase | IOPair
+    status: GradeStatus
+    gt_value: Any = None
+
+    @property
+    def kept(self) -> bool:
+        """True when the test is run against the candidate."""
+        return self.status in ("valid", "invalid_kept")
+
+
+@dataclass(frozen=True)
+class SuiteGrading:
+    """The GT-corrected suite.
+
+    Attributes:
+        tests: The kept tests (at most ``k``), in order; each carries its GT value.
+        graded: Every test considered (kept and dropped), in order, with its status.
+        n_valid: Kept tests whose expectation matched the GT.
+        n_invalid: Considered tests that were not valid (dropped or kept with a corrected value).
+        valid_mask: For each kept test, whether it is valid.
+
+    """
+
+    tests: tuple[GradedTest, ...]
+    graded: tuple[GradedTest, ...]
+    n_valid: int
+    n_invalid: int
+    valid_mask: tuple[bool, ...]
+
+
+def case_key(case: TestCase | IOPair) -> str:
+    """Duplicate-detection key: :attr:`TestCase.key`, or the stdin text of an :class:`IOPair`."""
+    return case.key if isinstance(case, TestCase) else "stdin:" + case.input
+
+
+def grade_suite(
+    cases: Sequence[TestCase | IOPair],
+    gt_call_ok: Sequence[bool],
+    gt_values: Sequence[Any],
+    expected_ok: Sequence[bool],
+    expected_values: Sequence[Any],
+    k: int,
+) -> SuiteGrading:
+    """Apply Code-A1's GT correction to a parsed suite.
+
+    Walk the cases in order: if the GT call failed, the test is dropped (invalid); if it
+    duplicates an earlier kept test (same :func:`case_key`), it is dropped (invalid); else if its
+    expected expression failed to evaluate or ``not values_equal(expected, gt)``, it is invalid
+    but KEPT with the GT value as its expectation; else it is valid. The walk stops as soon as
+    ``k`` tests are kept, so tests after that point are neither counted nor graded.
+
+    Args:
+        cases: Parsed tests, in order.
+        gt_call_ok: Whether the GT's run of each call returned a plain value.
+        gt_values: The GT's value for each call (ignored where ``gt_call_ok`` is False).
+        expected_ok: Whether each expected expression evaluated to a plain value.
+        expected_values: Each expected value (ignored where ``expected_ok`` is False).
+        k: Most tests kept (Code-A1's K).
+
+    Raises:
+        ValueError: the sequences differ in length or ``k < 1`` (caller errors).
+
+    """
+    n = len(cases)
+    lengths = {len(gt_call_ok), len(gt_values), len(expected_ok), len(expected_values)}
+    if lengths != {n}:
+        raise ValueError(f"grade_suite: sequences must all have {n} items, got lengths {lengths}")
+    if k < 1:
+        raise ValueError(f"grade_suite: k must be >= 1, got {k}")
+    graded: list[GradedTest] = []
+    kept: list[GradedTest] = []
+    seen: set[str] = set()
+    for index, case in enumerate(cases):
+        if len(kept) >= k:
+            break
+        key = case_key(case)
+        if not gt_call_ok[index]:
+            graded.append(GradedTest(case, "dropped_gt_error"))
+            continue
+        if key in seen:
+            graded.append(GradedTest(case, "dropped_duplicate"))
+            continue
+        gt = gt_values[index]
+        matches = expected_ok[index] and values_equal(expected_values[index], gt)
+        test = GradedTest(case, "valid" if matches else "invalid_kept", gt)
+        seen.add(key)
+        graded.append(test)
+        kept.append(test)
+    n_valid = sum(t.status == "valid" for t in kept)
+    return SuiteGrading(
+        tests=tuple(kept),
+        graded=tuple(graded),
+        n_valid=n_valid,
+        n_invalid=len(graded) - n_valid,
+        valid_mask=tuple(t.status == "valid" for t in kept),
+    )

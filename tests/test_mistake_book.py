@@ -1,0 +1,342 @@
+"""The mistake book (codea1_env.mistake_book): semantics, persistence, concurrency, crash safety."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import pickle
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codea1_env.mistake_book import (
+    BookEntry,
+    InMemoryMistakeBook,
+    MistakeBook,
+    MistakeBookFormatError,
+    SqliteMistakeBook,
+    open_mistake_book,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def book(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MistakeBook]:
+    opened: MistakeBook
+    if request.param == "memory":
+        opened = InMemoryMistakeBook()
+    else:
+        opened = SqliteMistakeBook(tmp_path / "book.db")
+    with opened:
+        yield opened
+
+
+def freqs(book: MistakeBook, pid: str = "p") -> dict[str, int]:
+    return {e.call: e.frequency for e in book.entries(pid)}
+
+
+# --- frequency semantics -------------------------------------------------------------------
+
+# Each step: (failed calls, passed calls) -> frequencies after the step.
+SEMANTICS = [
+    # a failed valid test enters with frequency 1
+    ((["f(1)"], []), {"f(1)": 1}),
+    # failed again by another candidate: +1; a new failure enters at 1
+    ((["f(1)", "f(2)"], []), {"f(1)": 2, "f(2)": 1}),
+    # passed: -1; at 0 the entry is removed
+    (([], ["f(1)", "f(2)"]), {"f(1)": 1}),
+    # passing a call the book does not hold changes nothing
+    (([], ["f(9)"]), {"f(1)": 1}),
+    # two candidates fail f(3) in one step: +2
+    ((["f(3)", "f(3)"], []), {"f(1)": 1, "f(3)": 2}),
+    # updates are summed per call: f(1) 1 + 1 - 2 = 0 -> removed; f(3) 2 - 1 = 1
+    ((["f(1)"], ["f(1)", "f(1)", "f(3)"]), {"f(3)": 1}),
+    # a new call failed once and passed once in the same step nets 0: not added
+    ((["f(4)"], ["f(4)"]), {"f(3)": 1}),
+    # more passes than the frequency: removed, never negative
+    (([], ["f(3)", "f(3)", "f(3)"]), {}),
+]
+
+
+def test_frequency_semantics(book: MistakeBook) -> None:
+    for (failed, passed), expected in SEMANTICS:
+        book.apply("p", [(call, 0) for call in failed], passed)
+        assert freqs(book) == expected
+    assert book.size("p") == 0 and book.problems() == []
+
+
+def test_entries_keep_their_first_expected_value_and_problems_are_separate(
+    book: MistakeBook,
+) -> None:
+    book.apply("p", [("f(1)", [1, (2, 3.5)])], [])
+    book.apply("p", [("f(1)", "other")], [])  # GT values are deterministic: the first is kept
+    book.apply("q", [("f(1)", {"k": {1, 2}})], [])
+    assert book.entries("p") == [BookEntry("f(1)", [1, (2, 3.5)], 2)]
+    assert book.entries("q") == [BookEntry("f(1)", {"k": {1, 2}}, 1)]
+    assert book.problems() == ["p", "q"]
+    assert (book.size(), book.size("p"), book.size("missing")) == (2, 1, 0)
+    book.clear()
+    assert book.size() == 0 and book.entries("p") == []
+
+
+def test_top_orders_by_frequency_then_insertion(book: MistakeBook) -> None:
+    book.apply("p", [("f(a)", 1), ("f(b)", 2), ("f(c)", 3), ("f(d)", 4)], [])
+    book.apply("p", [("f(c)", 3), ("f(d)", 4), ("f(d)", 4)], [])
+    book.apply("p", [("f(e)", 5)], [])
+    # frequencies: a 1, b 1, c 2, d 3, e 1 -> d, c, then a, b, e in insertion order
+    assert [e.call for e in book.top("p")] == ["f(d)", "f(c)", "f(a)", "f(b)", "f(e)"]
+    assert [e.call for e in book.top("p", 2)] == ["f(d)", "f(c)"]
+    assert book.top("p", 0) == [] and book.top("other") == []
+    for i in range(20):
+        book.apply("p", [(f"g({i})", i)], [])
+    assert len(book.top("p")) == 8  # Code-A1 replays 8 by default
+
+
+def test_assert_source() -> None:
+    assert BookEntry("f(1)", (1, "a"), 1).assert_source == "assert f(1) == (1, 'a')"
+    assert BookEntry("f(2)", float("nan"), 1).assert_source == "assert f(2) == float('nan')"
+
+
+def test_bad_updates_change_nothing(book: MistakeBook) -> None:
+    book.apply("p", [("f(0)", 0)], [])
+
+    class Weird:
+        pass
+
+    with pytest.raises(ValueError, match="not plain"):
+        book.apply("p", [("f(1)", 1), ("f(2)", Weird())], [])
+    with pytest.raises(ValueError, match="call must be a str"):
+        book.apply("p", [], [3])  # type: ignore[list-item]
+    assert freqs(book) == {"f(0)": 1}
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+
+def test_json_round_trip_between_backends(book: MistakeBook, tmp_path: Path) -> None:
+    book.apply("p", [("f(1)", b"\x00bytes"), ("f(2)", complex(1, 2)), ("f(2)", complex(1, 2))], [])
+    book.apply("q/1", [("f('x')", None), ("f(3)", frozenset({1}))], [])
+    path = tmp_path / "out" / "book.json"
+    path.parent.mkdir()
+    book.export_json(path)
+    assert [p.name for p in path.parent.iterdir()] == ["book.json"]  # no temp file left
+    data = json.loads(path.read_text())
+    assert data["format"] == "codea1.mistake_book" and data["version"] == 1
+    assert [e["call"] for e in data["problems"]["p"]] == ["f(2)", "f(1)"]  # ranking order
+    for target in (InMemoryMistakeBook(), SqliteMistakeBook(tmp_path / "copy.db")):
+        with target:
+            target.import_json(path)
+            assert target.to_dict() == book.to_dict()
+            assert target.entries("p") == book.entries("p")
+    assert InMemoryMistakeBook.from_dict(book.to_dict()).to_dict() == book.to_dict()
+
+
+def test_import_overwrites_matching_entries_and_keeps_others(book: MistakeBook) -> None:
+    book.apply("p", [("f(1)", 1), ("f(2)", 2)], [])
+    book.load_dict(
+        {
+            "format": "codea1.mistake_book",
+            "version": 1,
+            "problems": {"p": [{"call": "f(2)", "expected": 20, "frequency": 5}]},
+        }
+    )
+    assert book.entries("p") == [BookEntry("f(2)", 20, 5), BookEntry("f(1)", 1, 1)]
+
+
+GOOD_ENTRY = {"call": "f(1)", "expected": 1, "frequency": 1}
+
+
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ("not json {", "cannot read a JSON mistake book"),
+        ("[]", "<top level>"),
+        ('{"format": "x", "version": 1, "problems": {}}', "format"),
+        ('{"format": "codea1.mistake_book", "version": 2, "problems": {}}', "version"),
+        ('{"format": "codea1.mistake_book", "version": 1, "problems": []}', "problems"),
+        (json.dumps({"p": {"x": 1}}), "problems\\['p'\\]"),
+        (
+            [GOOD_ENTRY, {**GOOD_ENTRY, "call": "f(2)", "frequency": 0}],
+            "problems\\['p'\\]\\[1\\].frequency",
+        ),
+        ([{**GOOD_ENTRY, "frequency": True}], "\\[0\\].frequency"),
+        ([{**GOOD_ENTRY, "call": ""}], "\\[0\\].call"),
+        ([GOOD_ENTRY, GOOD_ENTRY], "\\[1\\].call: duplicate"),
+        ([{"call": "f(1)", "frequency": 1}], "\\[0\\].expected: missing"),
+        ([{**GOOD_ENTRY, "expected": {"zz": 1}}], "\\[0\\].expected: not tagged"),
+        ([GOOD_ENTRY, "entry"], "\\[1\\]: expected an object"),
+    ],
+)
+def test_bad_json_files_name_file_and_field(
+    book: MistakeBook, tmp_path: Path, content: Any, field: str
+) -> None:
+    book.apply("keep", [("f(0)", 0)], [])
+    if isinstance(content, list):
+        problems: Any = {"p": content}
+        content = json.dumps({"format": "codea1.mistake_book", "version": 1, "problems": problems})
+    elif content.startswith('{"p"'):
+        problems = json.loads(content)
+        content = json.dumps({"format": "codea1.mistake_book", "version": 1, "problems": problems})
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(MistakeBookFormatError, match=f"{re.escape(str(path))}: .*{field}"):
+        book.import_json(path)
+    assert book.problems() == ["keep"] and book.size() == 1  # nothing half-imported
+
+
+def test_missing_file_is_a_format_error(book: MistakeBook, tmp_path: Path) -> None:
+    with pytest.raises(MistakeBookFormatError, match="nope.json"):
+        book.import_json(tmp_path / "nope.json")
+
+
+# --- opening, closing, pickling ------------------------------------------------------------
+
+
+def test_open_mistake_book_specs(tmp_path: Path) -> None:
+    assert isinstance(open_mistake_book(None), InMemoryMistakeBook)
+    assert isinstance(open_mistake_book("memory"), InMemoryMistakeBook)
+    with open_mistake_book(str(tmp_path / "a.db")) as first:
+        assert isinstance(first, SqliteMistakeBook)
+        first.apply("p", [("f(1)", 1)], [])
+    with open_mistake_book(f"sqlite:{tmp_path / 'a.db'}") as again:
+        assert freqs(again) == {"f(1)": 1}  # persisted across opens
+    with pytest.raises(ValueError, match="empty spec"):
+        open_mistake_book("")
+
+
+def test_sqlite_settings_schema_version_and_close(tmp_path: Path) -> None:
+    path = tmp_path / "b.db"
+    with SqliteMistakeBook(path) as book:
+        conn = book._connection()
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+        assert book.integrity_check() == "ok"
+    with pytest.raises(ValueError, match="closed"):
+        book.size()
+    book.close()  # idempotent
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA user_version = 7")
+    raw.close()
+    with pytest.raises(ValueError, match="schema version 7"):
+        SqliteMistakeBook(path)
+    with pytest.raises(ValueError, match="synchronous"):
+        SqliteMistakeBook(tmp_path / "c.db", synchronous="OFF")
+    (tmp_path / "junk.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(sqlite3.DatabaseError):
+        SqliteMistakeBook(tmp_path / "junk.db")
+
+
+def test_pickling(tmp_path: Path) -> None:
+    with SqliteMistakeBook(tmp_path / "p.db", synchronous="NORMAL") as book:
+        book.apply("p", [("f(1)", 1)], [])
+        with pickle.loads(pickle.dumps(book)) as clone:  # reopens the same file: shared
+            clone.apply("p", [("f(1)", 1)], [])
+            assert clone.synchronous == "NORMAL"
+        assert freqs(book) == {"f(1)": 2}
+    memory = InMemoryMistakeBook()
+    memory.apply("p", [("f(1)", 1)], [])
+    copy = pickle.loads(pickle.dumps(memory))  # a copy: evolves separately
+    copy.apply("p", [("f(1)", 1)], [])
+    assert (freqs(memory), freqs(copy)) == ({"f(1)": 1}, {"f(1)": 2})
+
+
+# --- several processes ---------------------------------------------------------------------
+
+N_STEPS = 60
+
+
+def _writer(path: str, worker: int, ready: Any) -> None:
+    """Spawned process: wait for the start signal, then apply N_STEPS updates (+1 net each)."""
+    with SqliteMistakeBook(path) as book:
+        ready.wait()
+        for step in range(N_STEPS):
+            call = f"f({step % 7})"
+            # net +1 for `call` in every step: failed twice, passed once
+            book.apply("shared", [(call, step % 7), (call, step % 7)], [call])
+            book.apply(f"own{worker}", [(f"g({step})", step)], [])
+
+
+def test_two_processes_share_one_book(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    SqliteMistakeBook(path).close()
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(path, w, ready)) for w in range(2)]
+    for proc in procs:
+        proc.start()
+    ready.set()
+    for proc in procs:
+        proc.join(timeout=120)
+        assert proc.exitcode == 0
+    with SqliteMistakeBook(path) as book:
+        assert sum(e.frequency for e in book.entries("shared")) == 2 * N_STEPS
+        assert book.size("own0") == book.size("own1") == N_STEPS
+        assert book.integrity_check() == "ok"
+
+
+CHILD = """
+import sys
+from codea1_env.mistake_book import SqliteMistakeBook
+book = SqliteMistakeBook(sys.argv[1])
+calls = [(f"f({i})", list(range(50))) for i in range(10)]
+n = int(sys.argv[2])
+while True:
+    book.apply("p", calls, [])  # one transaction: +1 on each of the 10 calls
+    n += 1
+    print(n, flush=True)
+"""
+
+
+def test_kill_9_mid_write_loses_no_committed_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "crash.db"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    committed = 0
+    for _round in range(3):
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(path), str(committed)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert child.stdout is not None
+        try:
+            deadline = time.monotonic() + 60
+            seen = committed
+            while seen < committed + 25 and time.monotonic() < deadline:
+                line = child.stdout.readline()
+                assert line, "child died before committing"
+                seen = int(line)
+            # Kill at a random point of a later transaction, not right after a print.
+            time.sleep(random.Random(_round).uniform(0.001, 0.02))
+            child.send_signal(signal.SIGKILL)
+            rest = child.stdout.read()
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout=30)
+            child.stdout.close()
+        assert child.returncode == -signal.SIGKILL
+        reported = [int(x) for x in rest.split()]
+        committed = reported[-1] if reported else seen
+        with SqliteMistakeBook(path) as book:
+            assert book.integrity_check() == "ok"
+            counts = {e.frequency for e in book.entries("p")}
+            # Every transaction touches all 10 calls, so a partial one would show unequal counts.
+            assert len(counts) == 1 and book.size("p") == 10
+            (stored,) = counts
+            # Everything reported committed is there; at most one more transaction committed
+            # after the last line the child managed to print before it was killed.
+            assert stored in (committed, committed + 1)
+            committed = stored

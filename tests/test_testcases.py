@@ -1,0 +1,460 @@
+"""Parsing of Test LLM output (codea1_env.testcases): shapes, inlining, fallbacks, GT grading."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from codea1_env.problems.problem import IOPair
+from codea1_env.testcases import (
+    EMPTY_REASONS,
+    REJECT_REASONS,
+    TestCase,
+    extract_code,
+    extract_fenced_blocks,
+    grade_suite,
+    parse_io_pairs,
+    parse_tests,
+)
+
+
+def calls(text: str, entry: str = "f") -> list[tuple[str, str]]:
+    return [(c.call, c.expected) for c in parse_tests(text, entry).cases]
+
+
+def reasons(text: str, entry: str = "f") -> list[str]:
+    return [r.reason for r in parse_tests(text, entry).rejected]
+
+
+# --- accepted and rejected shapes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("assert 3 == f(1)", "wrong_shape"),  # the mirror is not accepted (authors' rule)
+        ("assert f(1) != 3", "not_equality"),
+        ("assert f(1) < 3", "not_equality"),
+        ("assert 1 < f(1) == 3", "not_equality"),  # chained comparison
+        ("assert f(1)", "not_equality"),
+        ("assert not f(1)", "not_equality"),
+        ("assert f(1) is None", "not_equality"),
+        ("assert g(1) == 3", "wrong_function"),
+        ("assert mod.f(1) == 3", "wrong_function"),
+        ("assert f == 3", "no_call"),
+        ("assert [f(1)] == [3]", "no_call"),
+        ("print(f(1))", "not_assert"),
+        ("import math", "not_assert"),
+        ("for i in range(3):\n    assert f(i) == i", "not_assert"),
+        ("f = lambda x: 3", "shadows_entry_point"),
+    ],
+)
+def test_rejected_shapes(line: str, reason: str) -> None:
+    parsed = parse_tests(line, "f")
+    assert parsed.cases == ()
+    assert [r.reason for r in parsed.rejected] == [reason]
+    assert reason in REJECT_REASONS
+
+
+def test_accepted_shape_is_normalized() -> None:
+    parsed = parse_tests("assert f( 1,[2 ,3] , k = 'a' ) == ( 4 , )", "f")
+    (case,) = parsed.cases
+    assert case.call == "f(1, [2, 3], k='a')"
+    assert case.expected == "(4,)"
+    assert case.line == 1
+    assert case.source == "assert f( 1,[2 ,3] , k = 'a' ) == ( 4 , )"
+    assert case.assert_source == "assert f(1, [2, 3], k='a') == (4,)"
+    assert parsed.reason == ""
+
+
+def test_message_star_args_and_nested_calls_are_accepted() -> None:
+    text = "assert f(1) == 2, 'msg'\nassert f(*[1, 2], **{'a': 1}) == 3\nassert f(len('ab')) == 4"
+    assert calls(text) == [
+        ("f(1)", "2"),
+        ("f(*[1, 2], **{'a': 1})", "3"),
+        ("f(len('ab'))", "4"),
+    ]
+
+
+def test_entry_point_name_is_exact() -> None:
+    assert calls("assert ff(1) == 2\nassert f(1) == 2", "f") == [("f(1)", "2")]
+    assert reasons("assert f(1) == 2", "ff") == ["wrong_function"]
+
+
+# --- inlining ------------------------------------------------------------------------------
+
+
+def test_simple_assignments_are_inlined() -> None:
+    text = """
+x = [1, 2, 3]
+y: int = 4
+a = b = 'z'
+n = 2
+n += 3
+p, (q, r) = 1, (2, 3)
+assert f(x, y) == a
+assert f(b) == n
+assert f(p, q, r) == [x]
+"""
+    assert calls(text) == [
+        ("f([1, 2, 3], 4)", "'z'"),
+        ("f('z')", "2 + 3"),
+        ("f(1, 2, 3)", "[[1, 2, 3]]"),
+    ]
+
+
+def test_reassignment_uses_latest_value_and_chains() -> None:
+    text = "x = 1\nassert f(x) == 1\nx = x + 1\nassert f(x) == 2\ny = [x, x]\nassert f(y) == 3"
+    assert calls(text) == [("f(1)", "1"), ("f(1 + 1)", "2"), ("f([1 + 1, 1 + 1])", "3")]
+
+
+def test_scoped_names_in_comprehensions_and_lambdas_are_not_inlined() -> None:
+    text = """
+x = 10
+assert f([x for x in range(3)]) == 1
+assert f([x + y for y in range(x)]) == 2
+assert f(lambda x: x + 1) == 3
+assert f(lambda y=x: y) == 4
+assert f({x: x for x in 'ab'}) == 5
+"""
+    assert calls(text) == [
+        ("f([x for x in range(3)])", "1"),
+        ("f([10 + y for y in range(10)])", "2"),
+        ("f(lambda x: x + 1)", "3"),
+        ("f(lambda y=10: y)", "4"),
+        ("f({x: x for x in 'ab'})", "5"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "assignment",
+    ["a, b = g()", "a, *b = 1, 2, 3", "a += 1", "[a, b] = range(2)", "(a, b) = [1]"],
+)
+def test_complex_assignments_reject_dependent_asserts(assignment: str) -> None:
+    parsed = parse_tests(f"{assignment}\nassert f(a) == 1\nassert f(2) == 2", "f")
+    assert [(c.call, c.expected) for c in parsed.cases] == [("f(2)", "2")]
+    assert [r.reason for r in parsed.rejected] == ["unresolved_name"]
+
+
+def test_unassigned_names_are_left_for_the_sandbox() -> None:
+    # A free name is not an error at parse time: the GT run fails on it and drops the test.
+    assert calls("assert f(undefined) == 1") == [("f(undefined)", "1")]
+
+
+def test_exponential_inlining_is_bounded() -> None:
+    lines = ["x0 = [1, 2, 3]"] + [f"x{i + 1} = x{i} + x{i}" for i in range(40)]
+    text = "\n".join(lines) + "\nassert f(x40) == 1\nassert f(x2) == 2"
+    start = time.perf_counter()
+    parsed = parse_tests(text, "f")
+    assert time.perf_counter() - start < 2.0
+    assert [r.reason for r in parsed.rejected] == ["too_long"]
+    assert [c.expected for c in parsed.cases] == ["2"]
+
+
+# --- duplicates, limits, reasons -----------------------------------------------------------
+
+
+def test_syntactic_duplicates_are_rejected_after_inlining() -> None:
+    text = "assert f(1) == 1\nassert f( 1 ) == 2\nx = 1\nassert f(x) == 3\nassert f(2) == 3"
+    parsed = parse_tests(text, "f")
+    assert [c.call for c in parsed.cases] == ["f(1)", "f(2)"]
+    assert [(r.line, r.reason) for r in parsed.rejected] == [(2, "duplicate"), (4, "duplicate")]
+    assert parsed.cases[0].key == TestCase("f(1)", "0", 9, "").key
+    assert parsed.cases[0].key != parsed.cases[1].key
+
+
+def test_max_cases() -> None:
+    text = "\n".join(f"assert f({i}) == {i}" for i in range(10))
+    parsed = parse_tests(text, "f", max_cases=3)
+    assert [c.call for c in parsed.cases] == ["f(0)", "f(1)", "f(2)"]
+    assert [r.reason for r in parsed.rejected] == ["too_many"] * 7
+
+
+def test_max_chars_truncates_at_a_line_break() -> None:
+    text = "\n".join(f"assert f({i}) == {i}" for i in range(1000))
+    parsed = parse_tests(text, "f", max_chars=100)
+    assert parsed.truncated
+    assert len(parsed.code) <= 100 and parsed.code.endswith("== 4")
+    assert len(parsed.cases) == len(parsed.code.split("\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("   \n\t ", "empty"),
+        ("```python\n\n```", "no_code"),
+        ("Sorry, I cannot write tests for this (", "syntax_error"),
+        ("x = 1\nprint(x)", "no_asserts"),
+        ("assert g(1) == 2\nassert 2 == f(1)", "no_valid_asserts"),
+    ],
+)
+def test_reasons_when_nothing_is_found(text: str, reason: str) -> None:
+    parsed = parse_tests(text, "f")
+    assert parsed.cases == ()
+    assert parsed.reason == reason
+    assert reason in EMPTY_REASONS
+
+
+# --- extraction from prose -----------------------------------------------------------------
+
+
+def test_python_fences_are_preferred_and_joined_in_order() -> None:
+    text = """Here are tests.
+```python
+assert f(1) == 1
+```
+Some prose with assert f(9) == 9 inline.
+```text
+assert f(8) == 8
+```
+```py
+assert f(2) == 2
+```
+"""
+    parsed = parse_tests(text, "f")
+    assert [c.call for c in parsed.cases] == ["f(1)", "f(2)"]
+    assert parsed.code == "assert f(1) == 1\nassert f(2) == 2"
+
+
+def test_untagged_fences_then_whole_text() -> None:
+    assert calls("Tests:\n```\nassert f(1) == 1\n```\nassert f(2) == 2") == [("f(1)", "1")]
+    assert calls("Tests:\nassert f(2) == 2\nDone.") == [("f(2)", "2")]
+
+
+def test_unclosed_fence_runs_to_the_end() -> None:
+    assert calls("```python\nassert f(1) == 1\nassert f(2) == 2") == [("f(1)", "1"), ("f(2)", "2")]
+
+
+def test_prose_and_bad_lines_do_not_lose_good_asserts() -> None:
+    text = """Sure! Here are some tests:
+assert f(1) == 2
+This one checks the edge case (empty input):
+assert f([]) == 0
+assert f(3 ==
+assert f(
+    [1, 2],
+) == 3
+assert f(4
+) == 4
+def helper(x):
+    return x
+    broken(
+assert f(5) == 5
+"""
+    parsed = parse_tests(text, "f")
+    assert [c.call for c in parsed.cases] == ["f(1)", "f([])", "f([1, 2])", "f(4)", "f(5)"]
+    assert [c.line for c in parsed.cases] == [2, 4, 6, 9, 14]
+    bad = [(r.line, r.reason) for r in parsed.rejected]
+    assert bad == [
+        (1, "syntax_error"),
+        (3, "syntax_error"),
+        (5, "syntax_error"),
+        (11, "syntax_error"),
+    ]
+
+
+def test_extract_code_takes_the_longest_python_block() -> None:
+    text = "Solution:\n```python\ndef f(x):\n    return x + 1\n```\nUsage:\n```python\nf(1)\n```"
+    assert extract_code(text) == "def f(x):\n    return x + 1"
+    assert extract_code("```\ndef f(): pass\n```") == "def f(): pass"
+    assert extract_code("def f():\n    return 1\n") == "def f():\n    return 1\n"
+    assert extract_code("```python\na = 1\n```\n```python\nb = 2\n```") == "b = 2"  # tie: last
+    assert extract_code("```cpp\nint main(){}\n```", language="cpp") == "int main(){}"
+
+
+def test_extract_fenced_blocks_tags() -> None:
+    text = "```Python title\nA\n```\n~~~\nB\n~~~\n````md\nC\n```\nstill C\n````"
+    assert extract_fenced_blocks(text) == ["A", "B", "C\n```\nstill C"]
+    assert extract_fenced_blocks(text, ("python",)) == ["A"]
+    assert extract_fenced_blocks(text, ("",)) == ["B"]
+
+
+# --- stdin/stdout pairs --------------------------------------------------------------------
+
+
+def test_io_pairs_with_headers() -> None:
+    text = """Edge cases:
+**Input:**
+```
+3
+1 2 3
+```
+**Output:**
+```
+6
+```
+Input 2: 5
+Output 2: 5
+### Input
+0
+
+### Output
+0
+"""
+    parsed = parse_io_pairs(text)
+    assert parsed.pairs == (
+        IOPair("3\n1 2 3\n", "6\n"),
+        IOPair("5\n", "5\n"),
+        IOPair("0\n", "0\n"),
+    )
+    assert parsed.rejected == () and parsed.reason == ""
+
+
+def test_io_pairs_with_tagged_fences_and_errors() -> None:
+    text = (
+        "```input\n1 2\n```\n```output\n3\n```\n"
+        "```output\n9\n```\n"  # no input before it
+        "```input\n1 2\n```\n```output\n3\n```\n"  # duplicate input
+        "```input\n7\n```\n"  # no output after it
+    )
+    parsed = parse_io_pairs(text)
+    assert parsed.pairs == (IOPair("1 2\n", "3\n"),)
+    assert [r.reason for r in parsed.rejected] == ["missing_input", "duplicate", "missing_output"]
+
+
+def test_io_pairs_limits_and_empty() -> None:
+    text = "\n".join(f"Input: {i}\nOutput: {i}" for i in range(5))
+    parsed = parse_io_pairs(text, max_cases=2)
+    assert [p.input for p in parsed.pairs] == ["0\n", "1\n"]
+    assert [r.reason for r in parsed.rejected] == ["too_many"] * 3
+    assert parse_io_pairs("").reason == "empty"
+    assert parse_io_pairs("Input validation matters.").reason == "no_pairs"
+
+
+# --- never raises --------------------------------------------------------------------------
+
+_ALPHABET = list("assert f(x) == [1, 'a'] \n\t\r#:=()[]{}\"'\\`~*+-/%<>!,.;@&|^x0y9_") + [
+    "```python\n",
+    "```\n",
+    "assert f(",
+    ") == ",
+    "x = ",
+    "lambda",
+    " for ",
+    " in ",
+    "\x00",
+    "\udc80",
+    "\u2028",
+    "Input:",
+    "Output:",
+    "    ",
+]
+
+
+def _fuzz_texts(seed: int, count: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        kind = rng.random()
+        if kind < 0.6:
+            texts.append("".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 200))))
+        elif kind < 0.8:
+            texts.append("".join(chr(rng.randint(0, 0x10FFFF)) for _ in range(rng.randint(0, 300))))
+        else:
+            raw = bytes(rng.randint(0, 255) for _ in range(rng.randint(0, 300)))
+            texts.append(raw.decode("latin-1"))
+    return texts
+
+
+def test_fuzz_never_raises() -> None:
+    for text in _fuzz_texts(seed=1234, count=1500):
+        parsed = parse_tests(text, "f")
+        assert parsed.reason in EMPTY_REASONS | {""}
+        assert all(r.reason in REJECT_REASONS for r in parsed.rejected)
+        assert (parsed.reason == "") == bool(parsed.cases)
+        io = parse_io_pairs(text)
+        assert all(r.reason in REJECT_REASONS for r in io.rejected)
+        assert isinstance(extract_code(text), str)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 1_000_000,
+        "assert f(1) == 1\n" * 60_000,
+        "(" * 200_000,
+        "[" * 5000 + "]" * 5000,
+        "-" * 50_000 + "1",
+        "\x00" * 10_000 + "\nassert f(1) == 1",
+        "assert f(" + "not " * 5000 + "1) == 1",
+        "```python\n" * 50_000,
+        "Input:\n" * 100_000,
+        "\n".join("x = (" for _ in range(20_000)),
+    ],
+    ids=lambda t: repr(t[:12]),
+)
+def test_hostile_inputs_are_fast_and_safe(text: str) -> None:
+    start = time.perf_counter()
+    parsed = parse_tests(text, "f")
+    io = parse_io_pairs(text)
+    extract_code(text)
+    assert time.perf_counter() - start < 5.0
+    assert parsed.reason in EMPTY_REASONS | {""}
+    assert io.reason in {"", "empty", "no_pairs"}
+
+
+def test_non_str_input_is_an_empty_result() -> None:
+    assert parse_tests(b"assert f(1) == 1", "f").reason == "empty"  # type: ignore[arg-type]
+    assert parse_io_pairs(None).reason == "empty"  # type: ignore[arg-type]
+
+
+# --- GT grading bookkeeping ----------------------------------------------------------------
+
+
+def _cases(*srcs: str) -> list[TestCase]:
+    return [TestCase(call=s, expected="0", line=i + 1, source=s) for i, s in enumerate(srcs)]
+
+
+def test_grade_suite_statuses_in_order() -> None:
+    cases = _cases("f(1)", "f(2)", "f(3)", "f(1)", "f(4)", "f(5)")
+    grading = grade_suite(
+        cases,
+        gt_call_ok=[True, False, True, True, True, True],
+        gt_values=[10, None, 30, 10, 40, 50],
+        expected_ok=[True, True, True, True, False, True],
+        expected_values=[10, 0, 31, 10, None, 50],
+        k=8,
+    )
+    statuses = [g.status for g in grading.graded]
+    assert statuses == [
+        "valid",  # GT 10 == expected 10
+        "dropped_gt_error",  # GT raised
+        "invalid_kept",  # expected 31 != GT 30: kept with GT value 30
+        "dropped_duplicate",  # same call as the first
+        "invalid_kept",  # expected failed to evaluate
+        "valid",
+    ]
+    assert [t.gt_value for t in grading.tests] == [10, 30, 40, 50]
+    assert grading.valid_mask == (True, False, False, True)
+    assert (grading.n_valid, grading.n_invalid) == (2, 4)
+    assert grading.graded[1].gt_value is None and not grading.graded[1].kept
+
+
+def test_grade_suite_stops_after_k_kept_and_uses_typed_equality() -> None:
+    cases = _cases("f(1)", "f(2)", "f(3)", "f(4)")
+    grading = grade_suite(
+        cases,
+        gt_call_ok=[False, True, True, True],
+        gt_values=[None, 1, 2.0, 3],
+        expected_ok=[True] * 4,
+        expected_values=[0, True, 2.0 + 1e-12, 3],  # True is not 1; floats are close
+        k=2,
+    )
+    assert [g.status for g in grading.graded] == ["dropped_gt_error", "invalid_kept", "valid"]
+    assert (grading.n_valid, grading.n_invalid) == (1, 2)
+    assert len(grading.tests) == 2
+
+
+def test_grade_suite_io_pairs_and_bad_arguments() -> None:
+    pairs = [IOPair("1\n", "1\n"), IOPair("1\n", "2\n"), IOPair("2\n", "5\n")]
+    grading = grade_suite(
+        pairs, [True] * 3, ["1\n", "1\n", "4\n"], [True] * 3, ["1\n", "2\n", "5\n"], 8
+    )
+    assert [g.status for g in grading.graded] == ["valid", "dropped_duplicate", "invalid_kept"]
+    with pytest.raises(ValueError, match="lengths"):
+        grade_suite(pairs, [True], [1], [True], [1], 8)
+    with pytest.raises(ValueError, match="k must be"):
+        grade_suite([], [], [], [], [], 0)
