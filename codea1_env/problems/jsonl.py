@@ -1,0 +1,140 @@
+"""Reading and writing problem files (JSON Lines, optionally gzip-compressed).
+
+Loading is all-or-nothing: every line is decoded and validated before anything is returned, and
+the first bad line raises :class:`~codea1_env.problems.schema.ProblemFormatError` naming the file,
+the line and the field. Blank lines are ignored. ``task_id`` values must be unique in a file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from codea1_env.problems.adapters import adapt_record
+from codea1_env.problems.problem import Problem
+from codea1_env.problems.schema import ProblemFormatError, problem_to_dict
+
+__all__ = ["collect_problems", "parse_json_lines", "read_problems", "write_problems"]
+
+
+def parse_json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, decoded_object)`` for each non-blank line of ``text``.
+
+    Raises:
+        ProblemFormatError: a line is not valid JSON.
+    """
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield number, json.loads(raw)
+        except ValueError as exc:
+            raise ProblemFormatError(where, number, None, f"not valid JSON: {exc}") from None
+
+
+def collect_problems(
+    records: Iterable[tuple[int, Any]], layout: str, where: str, *, skip_invalid: bool = False
+) -> tuple[list[Problem], list[ProblemFormatError]]:
+    """Convert numbered raw records into problems, checking that task ids are unique.
+
+    Args:
+        records: ``(line_number, record)`` pairs.
+        layout: A layout of :data:`codea1_env.problems.adapters.LAYOUTS`.
+        where: Origin named in errors.
+        skip_invalid: Skip records that fail validation instead of raising; they are returned
+            as the second element. JSON syntax errors and duplicate ids always raise.
+
+    Returns:
+        ``(problems, skipped_errors)``.
+
+    Raises:
+        ProblemFormatError: the first invalid record (unless ``skip_invalid``), a duplicate
+            ``task_id``, or no problem at all.
+        ValueError: ``layout`` is unknown.
+    """
+    problems: list[Problem] = []
+    skipped: list[ProblemFormatError] = []
+    first_seen: dict[str, int] = {}
+    for number, record in records:
+        try:
+            problem = adapt_record(record, layout, where=where, line=number)
+        except ProblemFormatError as exc:
+            if not skip_invalid:
+                raise
+            skipped.append(exc)
+            continue
+        if problem.task_id in first_seen:
+            raise ProblemFormatError(
+                where,
+                number,
+                "task_id",
+                f"duplicate task_id {problem.task_id!r}"
+                f" (first on line {first_seen[problem.task_id]})",
+            )
+        first_seen[problem.task_id] = number
+        problems.append(problem)
+    if not problems:
+        detail = f" ({len(skipped)} invalid records skipped)" if skipped else ""
+        raise ProblemFormatError(where, None, None, f"no problems{detail}")
+    return problems, skipped
+
+
+def read_problems(
+    path: str | os.PathLike[str], layout: str = "codea1", *, skip_invalid: bool = False
+) -> tuple[list[Problem], list[ProblemFormatError]]:
+    """Load every problem of a JSONL file (``.gz`` is decompressed).
+
+    Returns:
+        ``(problems, skipped_errors)``; see :func:`collect_problems`.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ProblemFormatError: the file cannot be decoded or a record is invalid.
+    """
+    where = os.fspath(path)
+    raw = Path(path).read_bytes()
+    if where.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise ProblemFormatError(where, None, None, f"not a gzip file: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ProblemFormatError(where, line, None, "not valid UTF-8") from None
+    return collect_problems(parse_json_lines(text, where), layout, where, skip_invalid=skip_invalid)
+
+
+def write_problems(path: str | os.PathLike[str], problems: Iterable[Problem]) -> int:
+    """Write problems as JSONL in the package schema, atomically (temp file, then rename).
+
+    Returns:
+        The number of problems written.
+    """
+    target = Path(path)
+    count = 0
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            count = _write_lines(handle, problems)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return count
+
+
+def _write_lines(handle: IO[str], problems: Iterable[Problem]) -> int:
+    count = 0
+    for problem in problems:
+        handle.write(json.dumps(problem_to_dict(problem), ensure_ascii=False) + "\n")
+        count += 1
+    return count
