@@ -1,0 +1,52 @@
+"""The ``codea1`` command line.
+
+Subcommands:
+
+* ``codea1 train``: the self-play GRPO trainer (``--preset tiny`` runs on a CPU in minutes).
+* ``codea1 duel``: scripted players duel on the built-in problems; a table of rewards and verdicts.
+
+Each subcommand lives in its own module and is imported only when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+_COMMANDS = {
+    "train": ("agents.train_cli", "train both models with Code-A1 self-play RL (GRPO)"),
+    "duel": ("agents.duel_cli", "play scripted duels and print rewards and verdicts"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one sub-parser per command."""
+    parser = argparse.ArgumentParser(
+        prog="codea1",
+        description="Code-A1: a Code LLM and a Test LLM co-evolved with RL.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module, help_text) in _COMMANDS.items():
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).add_arguments(command)
+        command.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit status."""
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
