@@ -8,13 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from codea1_env.curriculum import Curriculum, hard_only
+from codea1_env.duel import Duel, DuelOutcome, score_duels
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, SqliteMistakeBook
 from codea1_env.problems import Problem, ProblemSource, load_source, problem_from_dict
 from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.stability import StabilityOptions, make_stability
 
-__all__ = ["ProblemPicker", "make_limits", "make_mistake_book", "make_referee"]
+__all__ = ["DuelHost", "ProblemPicker", "make_limits", "make_mistake_book", "make_referee"]
 
 
 def make_limits(limits: Limits | Mapping[str, Any] | None) -> Limits:
@@ -58,9 +61,11 @@ def make_referee(
     limits: Limits | Mapping[str, Any] | None = None,
     mistake_book: MistakeBook | str | None = None,
     sandbox: Sandbox | str | None = None,
+    stability: StabilityOptions | None = None,
 ) -> Referee:
     """A :class:`Referee` from the env's scoring arguments."""
     return Referee(
+        stability=stability,
         sandbox=make_sandbox(sandbox),
         reward_config=reward_config,
         limits=make_limits(limits),
@@ -75,10 +80,11 @@ class ProblemPicker:
     Args:
         source: A :class:`ProblemSource`, a spec for :func:`load_source` (``"bank"``,
             ``"humaneval"``, ``"procedural"``, ``"jsonl:PATH"``, ...), or a list of problems.
-
+        stability: ``hard_only`` filters the source; ``curriculum`` wraps it in a
+            :class:`~codea1_env.curriculum.Curriculum`.
     """
 
-    def __init__(self, source: Any = "bank") -> None:
+    def __init__(self, source: Any = "bank", stability: StabilityOptions | None = None) -> None:
         if isinstance(source, str):
             self.source: ProblemSource | Any = load_source(source)
         elif isinstance(source, (list, tuple)):
@@ -87,6 +93,21 @@ class ProblemPicker:
             self.source = ListSource(list(source))
         else:
             self.source = source
+        stability = stability or StabilityOptions()
+        if stability.hard_only is not None:
+            self.source = hard_only(self.source, stability.hard_only)
+        if stability.curriculum and not isinstance(self.source, Curriculum):
+            self.source = Curriculum(self.source, stability.curriculum_schedule)
+
+    @property
+    def curriculum(self) -> Curriculum | None:
+        """The curriculum, when problems are drawn through one."""
+        return self.source if isinstance(self.source, Curriculum) else None
+
+    def observe(self, task_id: str, gt_pass_rate: float) -> None:
+        """Feed an episode's outcome to the curriculum (if any)."""
+        if self.curriculum is not None:
+            self.curriculum.observe(task_id, gt_pass_rate)
 
     def pick(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Problem:
         """The problem for the next episode.
@@ -118,3 +139,71 @@ class ProblemPicker:
                     f"source {getattr(self.source, 'name', type(self.source).__name__)!r}"
                 ) from None
         return self.source.sample(rng)
+
+
+class DuelHost:
+    """What every view of the duel shares: problem picking, the referee and the options.
+
+    The Gymnasium env, the vector env, the PettingZoo view and the single-role envs each hold one
+    and differ only in how they expose turns and rewards.
+
+    Args:
+        source: Problem source (see :class:`ProblemPicker`).
+        reward_config: Reward settings for a referee built here.
+        limits: Sandbox limits for a referee built here.
+        mistake_book: Mistake book for a referee built here.
+        sandbox: Sandbox (instance or backend name) for a referee built here.
+        referee: A shared referee; when given, the four arguments above are ignored.
+        stability: Stability options (see :mod:`codea1_env.stability`).
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        reward_config: RewardConfig,
+        limits: Limits | Mapping[str, Any] | None,
+        mistake_book: MistakeBook | str | None,
+        sandbox: Sandbox | str | None,
+        referee: Referee | None,
+        stability: StabilityOptions | Mapping[str, Any] | None,
+    ) -> None:
+        self.stability = make_stability(stability)
+        self.picker = ProblemPicker(source, self.stability)
+        self.owns_referee = referee is None
+        self.referee = referee or make_referee(
+            reward_config, limits, mistake_book, sandbox, self.stability
+        )
+
+    @property
+    def golden(self) -> bool:
+        """True in the "Golden Tests" mode (no tester)."""
+        return self.referee.reward_config.mode == "golden"
+
+    def new_duel(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Duel:
+        """A fresh duel on the next problem."""
+        return Duel(self.picker.pick(rng, options))
+
+    def play_code(self, duel: Duel, action: Any, max_chars: int) -> None:
+        """The coder's move, with the anonymization option applied to the tester's view."""
+        duel.play_code(action, max_chars, anonymize_code=self.stability.anonymize_code)
+
+    def score(self, duels: list[Duel]) -> list[DuelOutcome]:
+        """Score finished duels in one sandbox call and feed the curriculum."""
+        outcomes = score_duels(self.referee, duels)
+        for duel, outcome in zip(duels, outcomes):
+            if self.golden:
+                outcome.reasons["tester"] = "golden_mode"
+            judgement = outcome.judgement
+            if judgement is not None and judgement.gt_pass_rates:
+                self.picker.observe(duel.problem.task_id, judgement.gt_pass_rates[0])
+        return outcomes
+
+    def curriculum_state(self) -> dict[str, float]:
+        """The curriculum's numbers for logging (empty without a curriculum)."""
+        curriculum = self.picker.curriculum
+        return curriculum.state() if curriculum is not None else {}
+
+    def close(self) -> None:
+        """Stop the sandbox if this host built the referee."""
+        if self.owns_referee:
+            self.referee.close()

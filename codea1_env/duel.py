@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from codea1_env.anonymize import anonymize
 from codea1_env.problems.problem import Problem
 from codea1_env.referee import Judgement, Referee
 from codea1_env.testcases import extract_code
@@ -125,7 +126,8 @@ class Duel:
         problem: The problem.
         role: Whose move is next (None once the duel is over).
         answer: The coder's raw answer (after :func:`check_move`).
-        program: The program extracted from the answer (what the tester sees).
+        program: The program extracted from the answer (what runs in the sandbox).
+        shown_program: What the tester sees: the program, or its anonymized form.
         tests_text: The tester's raw answer.
         reasons: Why a move cannot score, per role.
         outcome: Set once the duel is scored.
@@ -136,12 +138,22 @@ class Duel:
     role: Role | None = Role.CODER
     answer: str = ""
     program: str = ""
+    shown_program: str = ""
     tests_text: str = ""
     reasons: dict[str, str] = field(default_factory=lambda: {"coder": "", "tester": ""})
     outcome: DuelOutcome | None = None
 
-    def play_code(self, action: Any, max_chars: int = MAX_ACTION_CHARS) -> None:
-        """Record the coder's move; the tester moves next."""
+    def play_code(
+        self, action: Any, max_chars: int = MAX_ACTION_CHARS, *, anonymize_code: bool = False
+    ) -> None:
+        """Record the coder's move; the tester moves next.
+
+        Args:
+            action: The coder's answer (any object; see :func:`check_move`).
+            max_chars: Longest answer that can score.
+            anonymize_code: Show the tester an anonymized program (see
+                :mod:`codea1_env.anonymize`).
+        """
         if self.role is not Role.CODER:
             raise RuntimeError(f"it is not the coder's turn (turn: {self.role})")
         text, reason = check_move(action, max_chars)
@@ -150,6 +162,11 @@ class Duel:
         if not reason and not self.program.strip():
             reason = "no_code"
         self.reasons["coder"] = reason
+        self.shown_program = (
+            anonymize(self.program, self.problem.entry_point)
+            if anonymize_code and self.program
+            else self.program
+        )
         self.role = Role.TESTER
 
     def play_tests(self, action: Any, max_chars: int = MAX_ACTION_CHARS) -> None:

@@ -8,14 +8,15 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.builders import ProblemPicker, make_referee
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.builders import DuelHost
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.stability import StabilityOptions
 
 __all__ = ["CodeTestDuelEnv"]
 
@@ -110,6 +111,9 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
 
     ``referee=`` shares one :class:`~codea1_env.referee.Referee` (sandbox, rewards, mistake book)
     between several envs and a trainer; it overrides the scoring arguments.
+    ``stability=`` takes :class:`~codea1_env.stability.StabilityOptions` (or a dict of them):
+    curriculum, hard-problems-only, code anonymization, a bounded and refreshed mistake book,
+    and trivial-test filtering; all off by default, as in the paper.
 
     ## Vectorized environment
 
@@ -135,6 +139,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         mistake_book: MistakeBook | str | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
+        stability: StabilityOptions | Mapping[str, Any] | None = None,
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
@@ -144,11 +149,16 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         self.max_action_chars = int(max_action_chars)
         self.observation_space = observation_space()
         self.action_space = action_space(self.max_action_chars)
-        self._picker = ProblemPicker(source)
-        self._owns_referee = referee is None
-        self.referee = referee or make_referee(
-            RewardConfig(alpha=alpha, k=k, mode=reward_mode), limits, mistake_book, sandbox
+        self.host = DuelHost(
+            source,
+            RewardConfig(alpha=alpha, k=k, mode=reward_mode),
+            limits,
+            mistake_book,
+            sandbox,
+            referee,
+            stability,
         )
+        self.referee = self.host.referee
         self._duel: Duel | None = None
 
     # ------------------------------------------------------------------ Gymnasium API
@@ -157,8 +167,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start a duel on a problem drawn from the source (or given in ``options``)."""
         super().reset(seed=seed)
-        problem = self._picker.pick(self.np_random, options)
-        self._duel = Duel(problem)
+        self._duel = self.host.new_duel(self.np_random, options)
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -169,15 +178,14 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         if duel.finished:
             raise ResetNeeded("CodeTestDuelEnv: the episode is over; call reset()")
         if duel.role is Role.CODER:
-            duel.play_code(action, self.max_action_chars)
-            if self.referee.reward_config.mode != "golden":
+            self.host.play_code(duel, action, self.max_action_chars)
+            if not self.host.golden:
                 return observe(duel), 0.0, False, False, self._info()
             duel.play_tests("", self.max_action_chars)
-            outcome = score_duels(self.referee, [duel])[0]
-            outcome.reasons["tester"] = "golden_mode"
+            outcome = self.host.score([duel])[0]
             return observe(duel), outcome.rewards["coder"], True, False, self._info()
         duel.play_tests(action, self.max_action_chars)
-        outcome = score_duels(self.referee, [duel])[0]
+        outcome = self.host.score([duel])[0]
         return observe(duel), outcome.rewards["tester"], True, False, self._info()
 
     def render(self) -> str | None:
@@ -190,8 +198,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
-        if self._owns_referee:
-            self.referee.close()
+        self.host.close()
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -205,7 +212,10 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         return self._duel
 
     def _info(self) -> dict[str, Any]:
-        return duel_info(self._duel)
+        info = duel_info(self._duel)
+        if self._duel is not None and self._duel.finished:
+            info.update(self.host.curriculum_state())
+        return info
 
 
 def duel_info(duel: Duel | None) -> dict[str, Any]:

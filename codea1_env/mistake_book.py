@@ -135,6 +135,10 @@ class MistakeBook(abc.ABC):
         """Atomically set ``(problem_id, call) -> (encoded expected, frequency)``."""
 
     @abc.abstractmethod
+    def _remove(self, rows: list[tuple[str, str]]) -> None:
+        """Atomically delete the ``(problem_id, call)`` entries (missing ones are ignored)."""
+
+    @abc.abstractmethod
     def size(self, problem_id: str | None = None) -> int:
         """Return the number of entries for ``problem_id``, or in the whole book when None."""
 
@@ -186,6 +190,42 @@ class MistakeBook(abc.ABC):
         deltas = _net_deltas(failed, passed)
         if deltas:
             self._apply_deltas(str(problem_id), deltas)
+
+    def remove(self, problem_id: str, calls: Iterable[str]) -> int:
+        """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""
+        wanted = set(calls)
+        present = [c for c, _, _ in self._ranked(str(problem_id), None) if c in wanted]
+        if present:
+            self._remove([(str(problem_id), c) for c in present])
+        return len(present)
+
+    def evict(self, *, per_problem: int | None = None, total: int | None = None) -> int:
+        """Bound the book: drop the lowest-frequency entries beyond the capacities.
+
+        Within a problem, and then across the whole book, entries are ranked by frequency
+        (highest first, ties by insertion order, oldest first); everything past ``per_problem``
+        entries of a problem, then past ``total`` entries overall, is removed in one transaction.
+
+        Returns:
+            The number of entries removed.
+        """
+        doomed: list[tuple[str, str]] = []
+        survivors: list[tuple[int, int, str, str]] = []  # (-frequency, order, problem, call)
+        order = 0
+        for pid in self.problems():
+            ranked = self._ranked(pid, None)
+            for rank, (call, _, freq) in enumerate(ranked):
+                if per_problem is not None and rank >= per_problem:
+                    doomed.append((pid, call))
+                else:
+                    survivors.append((-freq, order, pid, call))
+                order += 1
+        if total is not None and len(survivors) > total:
+            survivors.sort()
+            doomed.extend((pid, call) for _, _, pid, call in survivors[total:])
+        if doomed:
+            self._remove(doomed)
+        return len(doomed)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the whole book in the JSON export format (see the module docstring)."""
@@ -375,6 +415,15 @@ class InMemoryMistakeBook(MistakeBook):
                     self._counter += 1
                     book[call] = [encoded, frequency, self._counter]
 
+    def _remove(self, rows: list[tuple[str, str]]) -> None:
+        with self._lock:
+            for pid, call in rows:
+                book = self._data.get(pid)
+                if book is not None:
+                    book.pop(call, None)
+                    if not book:
+                        del self._data[pid]
+
     def size(self, problem_id: str | None = None) -> int:
         """Return the number of entries for ``problem_id``, or in the whole book when None."""
         with self._lock:
@@ -524,6 +573,10 @@ class SqliteMistakeBook(MistakeBook):
                 "DO UPDATE SET expected = excluded.expected, frequency = excluded.frequency",
                 rows,
             )
+
+    def _remove(self, rows: list[tuple[str, str]]) -> None:
+        with self._transaction() as cur:
+            cur.executemany("DELETE FROM entries WHERE problem_id = ? AND call = ?", rows)
 
     def size(self, problem_id: str | None = None) -> int:
         """Return the number of entries for ``problem_id``, or in the whole book when None."""

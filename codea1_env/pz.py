@@ -23,14 +23,15 @@ from typing import Any
 
 from gymnasium.utils import seeding
 
-from codea1_env.builders import ProblemPicker, make_referee
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.builders import DuelHost
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.env import duel_info, render_duel
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.stability import StabilityOptions
 
 try:
     from pettingzoo import AECEnv
@@ -65,6 +66,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         mistake_book: MistakeBook | str | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
+        stability: StabilityOptions | Mapping[str, Any] | None = None,
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
@@ -77,11 +79,16 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         self._act_space = action_space(self.max_action_chars)
         self.observation_spaces = {a: self._obs_space for a in self.possible_agents}
         self.action_spaces = {a: self._act_space for a in self.possible_agents}
-        self._picker = ProblemPicker(source)
-        self._owns_referee = referee is None
-        self.referee = referee or make_referee(
-            RewardConfig(alpha=alpha, k=k, mode=reward_mode), limits, mistake_book, sandbox
+        self.host = DuelHost(
+            source,
+            RewardConfig(alpha=alpha, k=k, mode=reward_mode),
+            limits,
+            mistake_book,
+            sandbox,
+            referee,
+            stability,
         )
+        self.referee = self.host.referee
         self._duel: Duel | None = None
         self.np_random, _ = seeding.np_random(None)
         self.rewards: dict[str, float] = {}
@@ -107,7 +114,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         """Start a duel; the coder moves first."""
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
-        self._duel = Duel(self._picker.pick(self.np_random, options))
+        self._duel = self.host.new_duel(self.np_random, options)
         self.agents = self.possible_agents[:]
         self._init_dicts()
         self._selector = AgentSelector(self.agents)
@@ -122,17 +129,14 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         if self._duel is None:
             raise RuntimeError("CodeTestDuelAEC: call reset() before step()")
         self._cumulative_rewards[agent] = 0.0
-        golden = self.referee.reward_config.mode == "golden"
         if agent == "coder":
-            self._duel.play_code(action, self.max_action_chars)
-            if golden:
+            self.host.play_code(self._duel, action, self.max_action_chars)
+            if self.host.golden:
                 self._duel.play_tests("", self.max_action_chars)
         else:
             self._duel.play_tests(action, self.max_action_chars)
         if self._duel.finished:
-            outcome = score_duels(self.referee, [self._duel])[0]
-            if golden:
-                outcome.reasons["tester"] = "golden_mode"
+            outcome = self.host.score([self._duel])[0]
             for name in self.agents:
                 self.rewards[name] = outcome.rewards[name]
                 self.terminations[name] = True
@@ -155,8 +159,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
-        if self._owns_referee:
-            self.referee.close()
+        self.host.close()
 
     def _init_dicts(self) -> None:
         self.rewards = {a: 0.0 for a in self.agents}

@@ -37,6 +37,7 @@ from typing import Any
 from codea1_env import plain
 from codea1_env.mistake_book import BookEntry, InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.quality import PassHistory, trivial_reason
 from codea1_env.rewards import (
     CoderReward,
     RewardConfig,
@@ -45,6 +46,7 @@ from codea1_env.rewards import (
     tester_reward,
 )
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult, Limits, Sandbox
+from codea1_env.stability import StabilityOptions
 from codea1_env.testcases import (
     SuiteGrading,
     TestCase,
@@ -146,6 +148,7 @@ class _Parsed:
     cases: list[TestCase | IOPair]
     rejected: list[tuple[int, str, str]]
     reason: str
+    trivial: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -154,6 +157,7 @@ class _Plan:
 
     problem: Problem
     programs: list[str | None]
+    program_errors: list[str]
     suites: list[list[_Parsed]]
     book: list[BookEntry]
     gt_cases: list[TestCase | IOPair]
@@ -173,6 +177,7 @@ class Referee:
         limits: Per-job resource limits for candidate and GT runs.
         mistake_book: The mistake book to replay and update. Defaults to an in-memory book.
         owns_sandbox: Whether :meth:`close` stops the sandbox (default: only one it started).
+        stability: Quality filter and mistake-book bounds (see :mod:`codea1_env.stability`).
 
     """
 
@@ -183,7 +188,11 @@ class Referee:
         limits: Limits | None = None,
         mistake_book: MistakeBook | None = None,
         owns_sandbox: bool | None = None,
+        stability: StabilityOptions | None = None,
     ) -> None:
+        self.stability = stability or StabilityOptions()
+        self.history = PassHistory()
+        self._batches = 0
         self._sandbox = sandbox
         self._owns_sandbox = sandbox is None if owns_sandbox is None else owns_sandbox
         self.reward_config = reward_config or RewardConfig()
@@ -272,14 +281,67 @@ class Referee:
                     self._cache_put((digest, key), call)
         judgements = [self._score(plan, results, batch_gt) for plan in plans]
         per_problem = elapsed / max(len(plans), 1)
+        books = update_book and self.reward_config.mode != "golden"
         for plan, judgement in zip(plans, judgements):
             judgement.metrics["sandbox/seconds"] = per_problem
-            if update_book and self.reward_config.mode != "golden":
+            if books:
                 self._update_book(plan, judgement)
+        evicted = refreshed = 0
+        if books:
+            self._batches += 1
+            evicted = self._bound_book()
+            every = self.stability.book_refresh_every
+            if every and self._batches % every == 0:
+                refreshed = self.refresh_book([plan.problem for plan in plans])
+        total = float(self.mistake_book.size())
+        for plan, judgement in zip(plans, judgements):
             judgement.metrics["mistake_book/size"] = float(
                 self.mistake_book.size(plan.problem.task_id)
             )
+            judgement.metrics["mistake_book/total_size"] = total
+            judgement.metrics["mistake_book/evicted"] = float(evicted)
+            judgement.metrics["mistake_book/refresh_dropped"] = float(refreshed)
         return judgements
+
+    def refresh_book(self, problems: Sequence[Problem]) -> int:
+        """Re-run the stored tests of ``problems`` on their GT; drop those that no longer hold.
+
+        A stored test is dropped when the GT now fails on its call or returns a different value
+        (for example after a problem's GT was corrected). One sandbox call for all problems.
+
+        Returns:
+            The number of entries dropped.
+        """
+        work: list[tuple[Problem, list[BookEntry]]] = []
+        for problem in {p.task_id: p for p in problems}.values():
+            entries = self.mistake_book.entries(problem.task_id)
+            if entries:
+                work.append((problem, entries))
+        if not work:
+            return 0
+        jobs = [
+            _job(p.gt_program, [e.call for e in entries], p.kind == "stdio", self.limits, "refresh")
+            for p, entries in work
+        ]
+        results = self.sandbox.run(jobs)
+        dropped = 0
+        for (problem, entries), result in zip(work, results):
+            stdio = problem.kind == "stdio"
+            stale = [
+                e.call
+                for e, call in zip(entries, result.calls)
+                if not (call.ok and _same(call.value, e.expected, stdio))
+            ]
+            if stale:
+                dropped += self.mistake_book.remove(problem.task_id, stale)
+        return dropped
+
+    def _bound_book(self) -> int:
+        per_problem = self.stability.book_capacity_per_problem
+        total = self.stability.book_capacity_total
+        if per_problem is None and total is None:
+            return 0
+        return self.mistake_book.evict(per_problem=per_problem, total=total)
 
     def gt_pass_rates(self, problem: Problem, codes: Sequence[str]) -> list[float]:
         """Pass rate of each code on the problem's GT tests (no tester, no mistake book)."""
@@ -297,14 +359,35 @@ class Referee:
             )
         k = self.reward_config.k
         stdio = problem.kind == "stdio"
-        programs = [_program_of(text) for text in codes]
+        checked = [_program_of(text) for text in codes]
+        programs = [program for program, _ in checked]
+        errors = [error for _, error in checked]
         parsed = [[self._parse(text, problem, k) for text in row] for row in suites]
+        if self.stability.quality_filter and problem.kind == "function":
+            for row in parsed:
+                for suite in row:
+                    self._filter_trivial(suite, problem)
         book = [] if self.reward_config.mode == "golden" else self.mistake_book.top(problem.task_id)
         if stdio:
             gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
         else:
             gt_cases = list(parse_tests("\n".join(problem.tests), problem.entry_point).cases)
-        return _Plan(problem, programs, parsed, book, gt_cases)
+        return _Plan(problem, programs, errors, parsed, book, gt_cases)
+
+    def _filter_trivial(self, suite: _Parsed, problem: Problem) -> None:
+        kept: list[TestCase | IOPair] = []
+        for case in suite.cases:
+            assert isinstance(case, TestCase)
+            reason = trivial_reason(case, problem.entry_point, problem.prompt)
+            if not reason and self.history.always_passes(
+                problem.task_id, case.call, self.stability.always_pass_after
+            ):
+                reason = "always_passes"
+            if reason:
+                suite.trivial.append((case.line, f"trivial:{reason}", case.source[:200]))
+            else:
+                kept.append(case)
+        suite.cases = kept
 
     def _parse(self, text: str, problem: Problem, k: int) -> _Parsed:
         if not isinstance(text, str):
@@ -389,7 +472,7 @@ class Referee:
             job_index = plan.cand_jobs[index]
             outcome: dict[str, CallResult] = {}
             ran = program is not None
-            error = "" if program is not None else "no code in the answer"
+            error = "" if program is not None else plan.program_errors[index]
             if job_index >= 0:
                 result = results[job_index]
                 ran = result.compiled
@@ -431,7 +514,7 @@ class Referee:
                 gen_failures = sum(v.valid and not v.passed for v in verdicts)
                 tester = tester_reward(
                     n_valid=grading.n_valid if grading else 0,
-                    n_invalid=grading.n_invalid if grading else 0,
+                    n_invalid=(grading.n_invalid if grading else 0) + len(suite.trivial),
                     gen_failures=gen_failures,
                     mb_failures=mb_fail if mb_total else None,
                     mb_total=mb_total or None,
@@ -442,6 +525,15 @@ class Referee:
                 pair = (
                     score_coder([gen_rate], mb_rate, config=_code_a1(config)).total if ran else 0.0
                 )
+                if ran and grading is not None and self.stability.quality_filter:
+                    for test, verdict in zip(grading.tests, verdicts):
+                        if verdict.valid:
+                            self.history.record(
+                                plan.problem.task_id,
+                                _call_key(test.case),
+                                program or "",
+                                verdict.passed,
+                            )
                 dropped = tuple(
                     (_case_line(t.case), t.status, _case_text(t.case))
                     for t in (grading.graded if grading else ())
@@ -451,7 +543,7 @@ class Referee:
                     SuiteVerdict(
                         grading=grading,
                         verdicts=verdicts,
-                        rejected=tuple(suite.rejected) + dropped,
+                        rejected=tuple(suite.rejected) + tuple(suite.trivial) + dropped,
                         parse_reason=suite.reason,
                         coder_pair_reward=pair,
                         tester=tester,
@@ -477,6 +569,12 @@ class Referee:
             code_errors=tuple(errors),
         )
         judgement.metrics.update(_metrics(judgement))
+        judgement.metrics["quality/trivial_tests"] = float(
+            sum(len(suite.trivial) for row in plan.suites for suite in row)
+        )
+        judgement.metrics["coder/syntax_errors"] = float(
+            sum(error.startswith("syntax_error") for error in plan.program_errors)
+        )
         return judgement
 
     def _grade(
@@ -571,11 +669,20 @@ def _digest(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _program_of(text: Any) -> str | None:
+def _program_of(text: Any) -> tuple[str | None, str]:
+    """The program in a coder's answer, or None with the reason it cannot run."""
     if not isinstance(text, str):
-        return None
+        return None, "not_text"
     code = extract_code(text)
-    return code if code.strip() else None
+    if not code.strip():
+        return None, "no_code"
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return None, f"syntax_error: line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        return None, f"syntax_error: {type(exc).__name__}"
+    return code, ""
 
 
 def _call_key(case: TestCase | IOPair) -> str:

@@ -16,8 +16,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.builders import ProblemPicker, make_referee
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.builders import DuelHost
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.env import duel_info, render_duel
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.mutation import MutantCache
@@ -26,6 +26,7 @@ from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.stability import StabilityOptions
 
 __all__ = ["CoderEnv", "TesterEnv"]
 
@@ -45,6 +46,7 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         mistake_book: MistakeBook | str | None,
         sandbox: Sandbox | str | None,
         referee: Referee | None,
+        stability: StabilityOptions | Mapping[str, Any] | None,
         max_action_chars: int,
         render_mode: str | None,
     ) -> None:
@@ -52,9 +54,10 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         self.max_action_chars = int(max_action_chars)
         self.observation_space = observation_space()
         self.action_space = action_space(self.max_action_chars)
-        self._picker = ProblemPicker(source)
-        self._owns_referee = referee is None
-        self.referee = referee or make_referee(reward_config, limits, mistake_book, sandbox)
+        self.host = DuelHost(
+            source, reward_config, limits, mistake_book, sandbox, referee, stability
+        )
+        self.referee = self.host.referee
         self._duel: Duel | None = None
 
     def _require_live(self) -> Duel:
@@ -74,8 +77,7 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
-        if self._owns_referee:
-            self.referee.close()
+        self.host.close()
 
 
 class CoderEnv(_OneStepEnv):
@@ -104,6 +106,7 @@ class CoderEnv(_OneStepEnv):
         mistake_book: MistakeBook | str | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
+        stability: StabilityOptions | Mapping[str, Any] | None = None,
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
@@ -118,6 +121,7 @@ class CoderEnv(_OneStepEnv):
             mistake_book,
             sandbox,
             referee,
+            stability,
             max_action_chars,
             render_mode,
         )
@@ -127,15 +131,15 @@ class CoderEnv(_OneStepEnv):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Draw a problem; the coder moves."""
         super().reset(seed=seed)
-        self._duel = Duel(self._picker.pick(self.np_random, options))
+        self._duel = self.host.new_duel(self.np_random, options)
         return observe(self._duel), duel_info(self._duel)
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         """Score the coder's answer against the fixed tests; the episode ends."""
         duel = self._require_live()
-        duel.play_code(action, self.max_action_chars)
+        self.host.play_code(duel, action, self.max_action_chars)
         duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
-        outcome = score_duels(self.referee, [duel])[0]
+        outcome = self.host.score([duel])[0]
         outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
         return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)
 
@@ -175,6 +179,7 @@ class TesterEnv(_OneStepEnv):
         mistake_book: MistakeBook | str | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
+        stability: StabilityOptions | Mapping[str, Any] | None = None,
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
@@ -191,6 +196,7 @@ class TesterEnv(_OneStepEnv):
             mistake_book,
             sandbox,
             referee,
+            stability,
             max_action_chars,
             render_mode,
         )
@@ -200,17 +206,16 @@ class TesterEnv(_OneStepEnv):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Draw a problem and a candidate program; the tester moves."""
         super().reset(seed=seed)
-        problem = self._picker.pick(self.np_random, options)
-        program, self._candidate = self._draw_candidate(problem)
-        self._duel = Duel(problem)
-        self._duel.play_code(program, self.max_action_chars)
+        self._duel = self.host.new_duel(self.np_random, options)
+        program, self._candidate = self._draw_candidate(self._duel.problem)
+        self.host.play_code(self._duel, program, self.max_action_chars)
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         """Score the tester's answer against the drawn candidate; the episode ends."""
         duel = self._require_live()
         duel.play_tests(action, self.max_action_chars)
-        outcome = score_duels(self.referee, [duel])[0]
+        outcome = self.host.score([duel])[0]
         return observe(duel, Role.TESTER), outcome.rewards["tester"], True, False, self._info()
 
     def _draw_candidate(self, problem: Problem) -> tuple[str, str]:

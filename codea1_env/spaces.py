@@ -81,7 +81,7 @@ def observe(
         return {"role": 0, "prompt": "", "entry_point": "", "code": ""}
     if role is None:
         role = duel.role if duel.role is not None else Role.TESTER
-    code = "" if role is Role.CODER else (duel.program if shown_code is None else shown_code)
+    code = "" if role is Role.CODER else (duel.shown_program if shown_code is None else shown_code)
     return {
         "role": int(role),
         "prompt": clean_text(duel.problem.prompt, MAX_PROMPT_CHARS),

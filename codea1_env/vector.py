@@ -10,14 +10,15 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from codea1_env.builders import ProblemPicker, make_referee
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role, score_duels
+from codea1_env.builders import DuelHost
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.env import duel_info
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.stability import StabilityOptions
 
 __all__ = ["CodeTestDuelVectorEnv"]
 
@@ -59,6 +60,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         mistake_book: MistakeBook | str | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
+        stability: StabilityOptions | Mapping[str, Any] | None = None,
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
@@ -74,11 +76,16 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         self.single_action_space = action_space(self.max_action_chars)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self._picker = ProblemPicker(source)
-        self._owns_referee = referee is None
-        self.referee = referee or make_referee(
-            RewardConfig(alpha=alpha, k=k, mode=reward_mode), limits, mistake_book, sandbox
+        self.host = DuelHost(
+            source,
+            RewardConfig(alpha=alpha, k=k, mode=reward_mode),
+            limits,
+            mistake_book,
+            sandbox,
+            referee,
+            stability,
         )
+        self.referee = self.host.referee
         self._duels: list[Duel] | None = None
 
     # ------------------------------------------------------------------ VectorEnv API
@@ -106,7 +113,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         problems = []
         for group in range(n_groups):
             group_options = {"problem_id": ids[group]} if ids is not None else options
-            problems.append(self._picker.pick(self.np_random, group_options))
+            problems.append(self.host.picker.pick(self.np_random, group_options))
         self._duels = [Duel(problems[i // self.group_size]) for i in range(self.num_envs)]
         return self._observations(), self._infos(np.ones(self.num_envs, dtype=bool))
 
@@ -124,11 +131,11 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         if all(d.finished for d in self._duels):  # autoreset (NEXT_STEP)
             obs, info = self.reset()
             return obs, rewards, terminated, np.zeros(self.num_envs, dtype=bool), info
-        golden = self.referee.reward_config.mode == "golden"
+        golden = self.host.golden
         to_score: list[int] = []
         for i, (duel, action) in enumerate(zip(self._duels, actions)):
             if duel.role is Role.CODER:
-                duel.play_code(action, self.max_action_chars)
+                self.host.play_code(duel, action, self.max_action_chars)
                 if golden:
                     duel.play_tests("", self.max_action_chars)
                     to_score.append(i)
@@ -136,12 +143,10 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
                 duel.play_tests(action, self.max_action_chars)
                 to_score.append(i)
         if to_score:
-            outcomes = score_duels(self.referee, [self._duels[i] for i in to_score])
+            outcomes = self.host.score([self._duels[i] for i in to_score])
             for i, outcome in zip(to_score, outcomes):
                 rewards[i] = outcome.rewards["coder" if golden else "tester"]
                 terminated[i] = True
-                if golden:
-                    outcome.reasons["tester"] = "golden_mode"
         truncated = np.zeros(self.num_envs, dtype=bool)
         return self._observations(), rewards, terminated, truncated, self._infos(terminated)
 
@@ -155,8 +160,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the sandbox if this env started it."""
-        if self._owns_referee:
-            self.referee.close()
+        self.host.close()
 
     # ------------------------------------------------------------------ helpers
     @property

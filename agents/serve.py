@@ -1,0 +1,361 @@
+"""A minimal OpenAI-compatible HTTP server for any local ``transformers`` causal LM.
+
+Usage::
+
+    python -m agents.serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]
+
+It serves one model with the standard library's ``http.server`` (no extra dependency) and answers:
+
+- ``GET /health``: ``{"status": "ok"}`` once the model is loaded;
+- ``GET /v1/models``: the served model's name;
+- ``POST /v1/completions``: ``prompt`` (a string or a list), ``max_tokens`` (default 16),
+  ``temperature`` (default 1), ``top_p``, ``n``, ``stop``, ``seed`` and ``logprobs`` (any integer
+  returns the sampled tokens' log-probabilities; alternatives are not computed);
+- ``POST /v1/chat/completions``: ``messages`` rendered with the tokenizer's chat template (400
+  when it has none), same sampling fields, ``logprobs: true`` for per-token log-probabilities.
+
+Requests are served one at a time (the model is not shared between threads); each request's
+prompts are sampled as one batch. It is meant for tests, examples and small local experiments;
+serve real models with vLLM or llama.cpp. When ready it prints one line,
+``serving NAME on http://HOST:PORT``, to stdout (useful with ``--port 0``: a free port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from agents.lm import Generation, SamplingParams
+from agents.transformers_lm import TransformersLM
+
+__all__ = ["CompletionService", "RequestError", "main", "make_server"]
+
+log = logging.getLogger("agents.serve")
+
+_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class RequestError(Exception):
+    """A client error, answered with HTTP 400 and an OpenAI-style error body."""
+
+
+class CompletionService:
+    """Turns OpenAI request bodies into samples from a :class:`TransformersLM`.
+
+    Args:
+        model: The model.
+        tokenizer: Its tokenizer.
+        name: The model name clients send and see.
+        max_tokens_limit: Largest ``max_tokens`` accepted.
+        batch_size: Most sequences sampled together.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        name: str,
+        max_tokens_limit: int = 4096,
+        batch_size: int | None = None,
+    ) -> None:
+        self.name = name
+        self.max_tokens_limit = max_tokens_limit
+        self.raw = TransformersLM(model, tokenizer, chat_template=False, batch_size=batch_size)
+        self.has_chat_template = bool(getattr(tokenizer, "chat_template", None))
+        self.chat = (
+            TransformersLM(model, tokenizer, chat_template=True, batch_size=batch_size)
+            if self.has_chat_template
+            else None
+        )
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ requests
+
+    def completions(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a ``/v1/completions`` request body."""
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            prompts = [prompt]
+        elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+            prompts = list(prompt)
+        else:
+            raise RequestError("'prompt' must be a string or a non-empty list of strings")
+        params, n = self._sampling(body, default_max_tokens=16)
+        want_logprobs = body.get("logprobs") is not None
+        gens = self._run(self.raw, [p for p in prompts for _ in range(n)], params)
+        choices = [
+            {
+                "index": i,
+                "text": g.text,
+                "finish_reason": g.finish_reason,
+                "logprobs": self._completion_logprobs(g) if want_logprobs else None,
+            }
+            for i, g in enumerate(gens)
+        ]
+        return self._envelope("text_completion", choices, gens)
+
+    def chat_completions(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a ``/v1/chat/completions`` request body."""
+        if self.chat is None:
+            raise RequestError(
+                f"model {self.name!r} has no chat template; use /v1/completions instead"
+            )
+        messages = body.get("messages")
+        if not (
+            isinstance(messages, list)
+            and messages
+            and all(
+                isinstance(m, dict)
+                and isinstance(m.get("role"), str)
+                and isinstance(m.get("content"), str)
+                for m in messages
+            )
+        ):
+            raise RequestError("'messages' must be a non-empty list of {role, content} strings")
+        params, n = self._sampling(body, default_max_tokens=256)
+        rendered = self.chat.render_messages(
+            [{"role": m["role"], "content": m["content"]} for m in messages]
+        )
+        gens = self._run(self.chat, [rendered] * n, params)
+        want_logprobs = bool(body.get("logprobs"))
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": g.text},
+                "finish_reason": g.finish_reason,
+                "logprobs": self._chat_logprobs(g) if want_logprobs else None,
+            }
+            for i, g in enumerate(gens)
+        ]
+        return self._envelope("chat.completion", choices, gens)
+
+    def models(self) -> dict[str, Any]:
+        """Answer ``/v1/models``."""
+        return {
+            "object": "list",
+            "data": [{"id": self.name, "object": "model", "owned_by": "codea1"}],
+        }
+
+    # ------------------------------------------------------------------ helpers
+
+    def _sampling(
+        self, body: Mapping[str, Any], default_max_tokens: int
+    ) -> tuple[SamplingParams, int]:
+        model = body.get("model")
+        if model is not None and model != self.name:
+            raise RequestError(f"model {model!r} is not served here; this server has {self.name!r}")
+        stop = body.get("stop")
+        if stop is None:
+            stops: tuple[str, ...] = ()
+        elif isinstance(stop, str):
+            stops = (stop,)
+        elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+            stops = tuple(stop)
+        else:
+            raise RequestError("'stop' must be a string or a list of strings")
+        n = body.get("n", 1)
+        max_tokens = body.get("max_tokens", body.get("max_completion_tokens", default_max_tokens))
+        if not isinstance(n, int) or not 1 <= n <= 128:
+            raise RequestError("'n' must be an integer in [1, 128]")
+        if not isinstance(max_tokens, int) or not 1 <= max_tokens <= self.max_tokens_limit:
+            raise RequestError(f"'max_tokens' must be an integer in [1, {self.max_tokens_limit}]")
+        seed = body.get("seed")
+        if seed is not None and not isinstance(seed, int):
+            raise RequestError("'seed' must be an integer")
+        try:
+            params = SamplingParams(
+                temperature=float(body.get("temperature", 1.0)),
+                top_p=float(body.get("top_p", 1.0)),
+                max_new_tokens=max_tokens,
+                stop=stops,
+                seed=seed,
+            )
+        except (TypeError, ValueError) as exc:
+            raise RequestError(str(exc)) from exc
+        return params, n
+
+    def _run(
+        self, lm: TransformersLM, rendered: Sequence[str], params: SamplingParams
+    ) -> list[Generation]:
+        with self._lock:
+            try:
+                return lm.generate_rendered(rendered, params)
+            except ValueError as exc:  # e.g. an empty prompt
+                raise RequestError(str(exc)) from exc
+
+    def _tokens(self, g: Generation) -> list[str]:
+        return [str(self.raw.tokenizer.decode([i])) for i in g.completion_ids]
+
+    def _completion_logprobs(self, g: Generation) -> dict[str, Any]:
+        tokens = self._tokens(g)
+        offsets, position = [], 0
+        for token in tokens:
+            offsets.append(position)
+            position += len(token)
+        return {
+            "tokens": tokens,
+            "token_logprobs": list(g.logprobs),
+            "top_logprobs": None,
+            "text_offset": offsets,
+        }
+
+    def _chat_logprobs(self, g: Generation) -> dict[str, Any]:
+        return {
+            "content": [
+                {"token": t, "logprob": lp, "top_logprobs": []}
+                for t, lp in zip(self._tokens(g), g.logprobs, strict=True)
+            ]
+        }
+
+    def _envelope(
+        self, kind: str, choices: list[dict[str, Any]], gens: Sequence[Generation]
+    ) -> dict[str, Any]:
+        prompt_tokens = sum(len(g.prompt_ids) for g in gens)
+        completion_tokens = sum(len(g.completion_ids) for g in gens)
+        return {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": self.name,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "codea1-serve/0.1"
+    protocol_version = "HTTP/1.1"
+
+    @property
+    def service(self) -> CompletionService:
+        service: CompletionService = self.server.service  # type: ignore[attr-defined]
+        return service
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        if path in ("/health", "/v1/health"):
+            self._reply(200, {"status": "ok"})
+        elif path == "/v1/models":
+            self._reply(200, self.service.models())
+        else:
+            self._error(404, f"no route GET {self.path}", "not_found_error")
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        path = self.path.split("?", 1)[0].rstrip("/")
+        routes = {
+            "/v1/completions": self.service.completions,
+            "/v1/chat/completions": self.service.chat_completions,
+        }
+        if path not in routes:
+            self._error(404, f"no route POST {self.path}", "not_found_error")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 < length <= _MAX_BODY_BYTES:
+            self._error(400, "a JSON body with a valid Content-Length is required")
+            return
+        try:
+            body = json.loads(self.rfile.read(length))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self._error(400, f"invalid JSON body: {exc}")
+            return
+        if not isinstance(body, dict):
+            self._error(400, "the JSON body must be an object")
+            return
+        try:
+            self._reply(200, routes[path](body))
+        except RequestError as exc:
+            self._error(400, str(exc))
+        except Exception as exc:  # report server faults to the client, keep serving
+            log.exception("request failed")
+            self._error(500, f"{type(exc).__name__}: {exc}", "server_error")
+
+    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        self._reply(status, {"error": {"message": message, "type": kind, "code": status}})
+
+    def _reply(self, status: int, payload: Mapping[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
+        log.info("%s %s", self.address_string(), format % args)
+
+
+def make_server(service: CompletionService, host: str = "127.0.0.1", port: int = 0) -> Any:
+    """Bind an HTTP server for ``service`` (``port=0`` picks a free port).
+
+    Returns:
+        A ``ThreadingHTTPServer``; call ``serve_forever()`` and later ``shutdown()``.
+    """
+    server = ThreadingHTTPServer((host, port), _Handler)
+    server.daemon_threads = True
+    server.service = service  # type: ignore[attr-defined]
+    return server
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until SIGINT or SIGTERM."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.serve", description="OpenAI-compatible server for a local causal LM"
+    )
+    parser.add_argument("--model", required=True, help="model directory or hub name")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--served-model-name", default=None, help="default: --model")
+    parser.add_argument("--dtype", default=None, help="float32, bfloat16, auto...")
+    parser.add_argument("--device", default=None, help="cpu, cuda:0...")
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--max-tokens-limit", type=int, default=4096)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+
+    from agents.models import load_model, load_tokenizer
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    model = load_model(args.model, dtype=args.dtype, device=args.device)
+    tokenizer = load_tokenizer(args.model)
+    name = args.served_model_name or args.model
+    service = CompletionService(
+        model, tokenizer, name, max_tokens_limit=args.max_tokens_limit, batch_size=args.batch_size
+    )
+    server = make_server(service, args.host, args.port)
+    host, port = server.server_address[:2]
+
+    def stop(signum: int, frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(f"serving {name} on http://{host}:{port}", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

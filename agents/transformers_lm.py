@@ -1,0 +1,352 @@
+"""Sampling from any ``transformers`` causal LM: :class:`TransformersLM`.
+
+A small, explicit sampling loop instead of ``model.generate``: prompts are left-padded into one
+batch, the prompt pass fills the KV cache, and each step feeds one token per sequence. The loop
+returns exactly what a policy-gradient trainer needs: the prompt and completion token ids and the
+log-probability of each sampled token under the distribution it was drawn from. On CPU with tiny
+models it is also faster than ``generate`` (no logits processors, no per-step Python overhead
+beyond one forward call).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agents.lm import FinishReason, Generation, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["TransformersLM", "sample_next"]
+
+log = logging.getLogger(__name__)
+
+
+def _require_torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError("TransformersLM needs torch: pip install 'codea1[train]'") from exc
+    return torch
+
+
+def sample_next(
+    logits: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    generator: torch.Generator | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one token per row of ``logits`` ``(B, V)``.
+
+    Returns:
+        ``(ids, logprobs)``, both ``(B,)``: the sampled ids and their log-probabilities under the
+        distribution actually sampled from (``softmax(logits / temperature)`` restricted to the
+        top-p nucleus and renormalised). With ``temperature == 0`` the argmax is taken and its
+        log-probability under the untempered ``softmax(logits)`` is reported.
+
+    """
+    th = _require_torch()
+    logits = logits.float()
+    if temperature == 0.0:
+        ids = logits.argmax(dim=-1)
+        logp = th.log_softmax(logits, dim=-1).gather(-1, ids[:, None]).squeeze(-1)
+        return ids, logp
+    scaled = logits / temperature
+    if top_p < 1.0:
+        sorted_logits, order = scaled.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(dim=-1)
+        # drop a token when the tokens ranked before it already hold top_p of the mass
+        drop_sorted = (probs.cumsum(dim=-1) - probs) >= top_p
+        drop_sorted[:, 0] = False
+        drop = th.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        scaled = scaled.masked_fill(drop, float("-inf"))
+    logp_all = th.log_softmax(scaled, dim=-1)
+    ids = th.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+    return ids, logp_all.gather(-1, ids[:, None]).squeeze(-1)
+
+
+class TransformersLM:
+    """A :class:`~agents.lm.LanguageModel` over a ``transformers`` causal LM.
+
+    Args:
+        model_or_path: A local model directory or hub name (loaded with
+            :func:`agents.models.load_model`), or a model object, used as is (the trainer passes
+            its live model; its train/eval mode is restored after each call).
+        tokenizer: The tokenizer; required with a model object, loaded from the path otherwise.
+        device: Device for a model loaded from a path (default CPU). A model object stays where it
+            is.
+        dtype: dtype for a model loaded from a path (see :func:`agents.models.resolve_dtype`).
+        chat_template: Wrap each prompt as a user message in the tokenizer's chat template.
+            ``None`` (default): when the tokenizer has one. ``True`` without a template raises.
+        system_prompt: Optional system message when the chat template is used.
+        batch_size: Most sequences sampled together; ``None`` puts all prompts in one batch.
+        trust_remote_code: Passed to ``from_pretrained``.
+
+    Raises:
+        ValueError: With a model object but no tokenizer, or ``chat_template=True`` for a
+            tokenizer without one.
+
+    Example:
+        >>> from agents.models import build_tiny_model
+        >>> from agents.tokenizer import load_tiny_tokenizer
+        >>> tok = load_tiny_tokenizer()
+        >>> lm = TransformersLM(build_tiny_model("nano", tok), tok)
+        >>> out = lm.generate(["def f(x):"], SamplingParams(max_new_tokens=4, seed=0))
+        >>> len(out[0].completion_ids) <= 4
+        True
+
+    """
+
+    def __init__(
+        self,
+        model_or_path: Any,
+        tokenizer: Any = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        *,
+        chat_template: bool | None = None,
+        system_prompt: str | None = None,
+        batch_size: int | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
+        from agents.models import load_model, load_tokenizer
+
+        if isinstance(model_or_path, (str, Path)):
+            self.model = load_model(model_or_path, dtype, device, trust_remote_code)
+            if tokenizer is None:
+                tokenizer = load_tokenizer(model_or_path, trust_remote_code)
+        else:
+            self.model = model_or_path
+            if tokenizer is None:
+                raise ValueError("TransformersLM(model_object) needs its tokenizer")
+        if tokenizer.pad_token_id is None and tokenizer.eos_token_id is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer = tokenizer
+        has_template = bool(getattr(tokenizer, "chat_template", None))
+        if chat_template and not has_template:
+            raise ValueError("chat_template=True but the tokenizer has no chat template")
+        self.uses_chat_template: bool = has_template if chat_template is None else chat_template
+        self.system_prompt = system_prompt
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self._eos_ids = self._collect_eos_ids()
+        self._cache_kwarg, self._keeps_logits = self._forward_conventions()
+
+    # ------------------------------------------------------------------ prompts
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the model's parameters."""
+        return next(self.model.parameters()).device
+
+    def render(self, prompt: str) -> str:
+        """Return the prompt text as the model sees it (chat template applied when used)."""
+        if not self.uses_chat_template:
+            return prompt
+        messages = []
+        if self.system_prompt is not None:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": prompt})
+        return self.render_messages(messages)
+
+    def render_messages(self, messages: Sequence[Mapping[str, str]]) -> str:
+        """Render a chat conversation with the tokenizer's template, opening the reply turn.
+
+        Raises:
+            ValueError: If the tokenizer has no chat template.
+        """
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError("this model's tokenizer has no chat template")
+        rendered = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+        )
+        return str(rendered)
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        """Return the token ids of a prompt as the model sees it.
+
+        Raises:
+            ValueError: If the prompt encodes to no tokens.
+        """
+        return self._encode_rendered(self.render(prompt))
+
+    def _encode_rendered(self, rendered: str) -> list[int]:
+        # a chat template writes its own special tokens (BOS...); plain text gets the tokenizer's
+        ids = self.tokenizer(rendered, add_special_tokens=not self.uses_chat_template)["input_ids"]
+        if not ids:
+            raise ValueError("empty prompt: nothing to condition on")
+        return list(ids)
+
+    # ------------------------------------------------------------------ sampling
+
+    def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
+        """Sample one completion per prompt (see :class:`~agents.lm.SamplingParams`).
+
+        Raises:
+            ValueError: If a prompt is empty.
+        """
+        if isinstance(prompts, str):
+            raise TypeError("generate() takes a sequence of prompts, not a single string")
+        return self.generate_rendered([self.render(p) for p in prompts], params)
+
+    def generate_rendered(
+        self, rendered: Sequence[str], params: SamplingParams
+    ) -> list[Generation]:
+        """Sample from prompts that are already in the model's format (no template applied).
+
+        Used by :mod:`agents.serve` for raw completions and multi-turn chats.
+
+        Raises:
+            ValueError: If a prompt is empty.
+        """
+        th = _require_torch()
+        if not rendered:
+            return []
+        encoded = [self._encode_rendered(text) for text in rendered]
+        generator: torch.Generator | None = None
+        if params.seed is not None:
+            generator = th.Generator(device=self.device)
+            generator.manual_seed(params.seed)
+        size = self.batch_size or len(encoded)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            results: list[Generation] = []
+            for start in range(0, len(encoded), size):
+                chunk = encoded[start : start + size]
+                results.extend(self._sample_batch(chunk, params, generator))
+        finally:
+            self.model.train(was_training)
+        return [dataclasses.replace(g, prompt=r) for g, r in zip(results, rendered, strict=True)]
+
+    def _sample_batch(
+        self,
+        prompt_ids: list[list[int]],
+        params: SamplingParams,
+        generator: torch.Generator | None,
+    ) -> list[Generation]:
+        th = _require_torch()
+        device = self.device
+        batch = len(prompt_ids)
+        pad_id = int(self.tokenizer.pad_token_id)
+        width = max(len(ids) for ids in prompt_ids)
+        input_ids = th.full((batch, width), pad_id, dtype=th.long, device=device)
+        attention = th.zeros((batch, width), dtype=th.long, device=device)
+        for row, row_ids in enumerate(prompt_ids):
+            input_ids[row, width - len(row_ids) :] = th.tensor(row_ids, dtype=th.long)
+            attention[row, width - len(row_ids) :] = 1
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+
+        completions: list[list[int]] = [[] for _ in range(batch)]
+        logprobs: list[list[float]] = [[] for _ in range(batch)]
+        reasons: list[FinishReason] = ["length"] * batch
+        done = [False] * batch
+        stop_tail = max((len(s) for s in params.stop), default=0) * 4 + 4
+
+        with th.inference_mode():
+            logits, cache = self._forward(input_ids, attention, positions, None)
+            for _ in range(params.max_new_tokens):
+                ids, logp = sample_next(logits, params.temperature, params.top_p, generator)
+                ids_list = ids.tolist()
+                logp_list = logp.tolist()
+                for row in range(batch):
+                    if done[row]:
+                        continue
+                    completions[row].append(ids_list[row])
+                    logprobs[row].append(logp_list[row])
+                    if ids_list[row] in self._eos_ids or (
+                        params.stop and self._tail_has_stop(completions[row], params, stop_tail)
+                    ):
+                        done[row] = True
+                        reasons[row] = "stop"
+                if all(done):
+                    break
+                # finished rows keep stepping (one batch) on padding; their output is ignored
+                is_done = th.tensor(done, device=device)
+                ids = th.where(is_done, th.full_like(ids, pad_id), ids)
+                attention = th.cat([attention, th.ones_like(attention[:, :1])], dim=-1)
+                positions = positions[:, -1:] + 1
+                logits, cache = self._forward(ids[:, None], attention, positions, cache)
+
+        return [
+            Generation(
+                text=self._completion_text(completions[row], params.stop),
+                prompt_ids=tuple(prompt_ids[row]),
+                completion_ids=tuple(completions[row]),
+                logprobs=tuple(logprobs[row]),
+                finish_reason=reasons[row],
+            )
+            for row in range(batch)
+        ]
+
+    def _forward(
+        self,
+        input_ids: torch.Tensor,
+        attention: torch.Tensor,
+        positions: torch.Tensor,
+        cache: Any,
+    ) -> tuple[torch.Tensor, Any]:
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": attention,
+            "position_ids": positions,
+            "use_cache": True,
+            self._cache_kwarg: cache,
+        }
+        if self._keeps_logits:
+            kwargs["logits_to_keep"] = 1
+        out = self.model(**kwargs)
+        new_cache = out.get("cache")
+        if new_cache is None:
+            new_cache = out.get("past_key_values")
+        return out.logits[:, -1, :], new_cache
+
+    def _tail_has_stop(self, completion: list[int], params: SamplingParams, tail: int) -> bool:
+        text = self.tokenizer.decode(completion[-tail:], skip_special_tokens=True)
+        return any(s in text for s in params.stop)
+
+    def _completion_text(self, completion: list[int], stop: tuple[str, ...]) -> str:
+        text = str(self.tokenizer.decode(completion, skip_special_tokens=True))
+        cuts = [i for i in (text.find(s) for s in stop) if i >= 0]
+        return text[: min(cuts)] if cuts else text
+
+    # ------------------------------------------------------------------ setup
+
+    def _collect_eos_ids(self) -> set[int]:
+        ids: set[int] = set()
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(int(self.tokenizer.eos_token_id))
+        config = getattr(self.model, "generation_config", None)
+        configured = getattr(config, "eos_token_id", None)
+        if isinstance(configured, int):
+            ids.add(configured)
+        elif isinstance(configured, (list, tuple)):
+            ids.update(int(i) for i in configured)
+        return ids
+
+    def _forward_conventions(self) -> tuple[str, bool]:
+        """Name of the KV-cache argument and whether ``logits_to_keep`` is accepted.
+
+        ``transformers`` 5.x renamed ``past_key_values`` to ``cache``; the output dataclass
+        tells which name this version uses. Wrapped models (PEFT) hide the signature, so the
+        base model's ``forward`` is inspected.
+        """
+        from transformers.modeling_outputs import CausalLMOutputWithPast
+
+        names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
+        cache_kwarg = "cache" if "cache" in names else "past_key_values"
+        base = self.model
+        get_base = getattr(base, "get_base_model", None)
+        if callable(get_base):
+            base = get_base()
+        try:
+            keeps = "logits_to_keep" in inspect.signature(base.forward).parameters
+        except (TypeError, ValueError):
+            keeps = False
+        return cache_kwarg, keeps

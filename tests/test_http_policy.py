@@ -1,0 +1,260 @@
+"""OpenAI-compatible HTTP policy against a real local server process (127.0.0.1 only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.http_policy import HTTPPolicyError, OpenAICompatibleLM
+from agents.lm import SamplingParams
+from agents.models import build_tiny_model
+from agents.policy import CoderPolicy
+from agents.serve import CompletionService, RequestError, make_server
+from agents.tokenizer import load_tiny_tokenizer
+from agents.transformers_lm import TransformersLM
+
+REPO = Path(__file__).resolve().parents[1]
+NAME = "tiny-coder"
+CHAT_TEMPLATE = (
+    "{% for m in messages %}### {{ m['role'] }}\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}### assistant\n{% endif %}"
+)
+OBS: dict[str, Any] = {
+    "role": 0,
+    "prompt": 'def f(x: int) -> int:\n    """Return x + 1."""\n',
+    "entry_point": "f",
+    "code": "",
+}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("tiny-model")
+    tokenizer = load_tiny_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    build_tiny_model("nano", tokenizer, seed=1).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start ``python -m agents.serve`` on a free port; always stop it."""
+    log_path = tmp_path_factory.mktemp("serve-log") / "stderr.txt"
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir), "--host"]
+    command += ["127.0.0.1", "--port", "0", "--served-model-name", NAME, "--threads", "1"]
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+        )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read_stdout() -> None:
+        for line in proc.stdout or []:
+            lines.put(line)
+
+    reader = threading.Thread(target=read_stdout, daemon=True)
+    reader.start()
+    try:
+        try:
+            ready = lines.get(timeout=180)
+        except queue.Empty:
+            pytest.fail(f"server did not start; stderr:\n{log_path.read_text()[-3000:]}")
+        assert ready.startswith(f"serving {NAME} on http://127.0.0.1:"), ready
+        base = ready.split(" on ", 1)[1].strip()
+        with urllib.request.urlopen(base + "/health", timeout=30) as response:
+            assert json.loads(response.read()) == {"status": "ok"}
+        yield base
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=20)
+        reader.join(timeout=5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert proc.returncode == 0, log_path.read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def local(model_dir: Path) -> TransformersLM:
+    """The same model in-process, as raw completions (what /v1/completions serves)."""
+    return TransformersLM(model_dir, chat_template=False)
+
+
+def _post(url: str, raw: bytes) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=raw, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_models_route(server: str) -> None:
+    assert OpenAICompatibleLM(server, NAME).models() == [NAME]
+
+
+def test_completions_match_the_local_model(server: str, local: TransformersLM) -> None:
+    params = SamplingParams(temperature=0.0, max_new_tokens=12)
+    prompts = ["def f(x: int) -> int:", "import os\nx = ["]
+    remote = OpenAICompatibleLM(server + "/v1", NAME).generate(prompts, params)
+    here = local.generate(prompts, params)
+    assert [g.text for g in remote] == [g.text for g in here]
+    for r, h in zip(remote, here, strict=True):
+        assert r.finish_reason == h.finish_reason == "length"
+        assert r.logprobs == pytest.approx(h.logprobs, abs=1e-4)
+        assert r.completion_ids == ()  # the OpenAI API carries no token ids
+        assert r.prompt in prompts
+
+
+def test_coder_policy_over_http(server: str, local: TransformersLM) -> None:
+    params = SamplingParams(max_new_tokens=16, seed=7, stop=("\n```\n",))
+    remote = CoderPolicy(OpenAICompatibleLM(server, NAME), params=params)
+    answers = remote.act([OBS, OBS])
+    assert len(answers) == 2
+    assert all(a.startswith("```python\n") and a.endswith("\n```") for a in answers)
+    assert remote.act([OBS, OBS]) == answers  # seeded
+    assert CoderPolicy(local, params=params).act([OBS, OBS]) == answers
+
+
+def test_one_request_per_prompt_and_stop_strings(server: str, local: TransformersLM) -> None:
+    free = local.generate(["x = 1"], SamplingParams(temperature=0.0, max_new_tokens=20))[0]
+    stop = free.text[4:6]
+    params = SamplingParams(temperature=0.0, max_new_tokens=20, stop=(stop,))
+    lm = OpenAICompatibleLM(server, NAME, batch_prompts=False, max_concurrency=2)
+    remote = lm.generate(["x = 1", "x = 1"], params)
+    assert [g.text for g in remote] == [free.text[: free.text.find(stop)]] * 2
+    assert all(g.finish_reason == "stop" for g in remote)
+
+
+def test_chat_mode_uses_the_servers_chat_template(server: str, model_dir: Path) -> None:
+    params = SamplingParams(temperature=0.0, max_new_tokens=8)
+    remote = OpenAICompatibleLM(server, NAME, chat=True, system_prompt="terse")
+    here = TransformersLM(model_dir, system_prompt="terse")
+    assert here.uses_chat_template
+    got = remote.generate(["hello", "write f"], params)
+    want = here.generate(["hello", "write f"], params)
+    assert [g.text for g in got] == [g.text for g in want]
+    assert got[0].logprobs == pytest.approx(want[0].logprobs, abs=1e-4)
+
+
+def test_server_errors_are_clear(server: str) -> None:
+    with pytest.raises(HTTPPolicyError, match=r"/v1/completions failed: HTTP 400.*not served"):
+        OpenAICompatibleLM(server, "other-model").generate(["x"], SamplingParams())
+    status, body = _post(server + "/v1/completions", b"{not json")
+    assert status == 400 and "invalid JSON" in body["error"]["message"]
+    status, body = _post(server + "/v1/completions", json.dumps({"prompt": 3}).encode())
+    assert status == 400 and "prompt" in body["error"]["message"]
+    status, body = _post(server + "/v1/embeddings", b"{}")
+    assert status == 404
+    too_many = json.dumps({"prompt": "x", "max_tokens": 10**6}).encode()
+    assert _post(server + "/v1/completions", too_many)[0] == 400
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_server_names_the_url() -> None:
+    url = f"http://127.0.0.1:{_free_port()}"
+    lm = OpenAICompatibleLM(url, NAME, max_retries=1, retry_backoff=0.01, timeout=5)
+    with pytest.raises(HTTPPolicyError, match=rf"{url}/v1/completions failed after 2 attempts"):
+        lm.generate(["x"], SamplingParams(max_new_tokens=2))
+
+
+def test_retries_a_busy_server_then_succeeds() -> None:
+    calls: list[str] = []
+
+    class Flaky(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            calls.append(body["prompt"])
+            status = 503 if len(calls) == 1 else 200
+            reply = (
+                {"error": {"message": "busy"}}
+                if status == 503
+                else {
+                    "choices": [
+                        {"index": 0, "text": " ok", "finish_reason": "length", "logprobs": None}
+                    ]
+                }
+            )
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    httpd = HTTPServer(("127.0.0.1", 0), Flaky)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        lm = OpenAICompatibleLM(url, NAME, max_retries=2, retry_backoff=0.01)
+        (gen,) = lm.generate(["p"], SamplingParams())
+        assert gen.text == " ok" and gen.logprobs == () and gen.finish_reason == "length"
+        assert calls == ["p", "p"]
+        no_retry = OpenAICompatibleLM(url, NAME, max_retries=0)
+        calls.clear()
+        with pytest.raises(HTTPPolicyError, match="HTTP 503: busy"):
+            no_retry.generate(["p"], SamplingParams())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_chat_without_template_is_a_clear_client_error() -> None:
+    tokenizer = load_tiny_tokenizer()
+    service = CompletionService(build_tiny_model("nano", tokenizer), tokenizer, NAME)
+    with pytest.raises(RequestError, match="no chat template"):
+        service.chat_completions({"messages": [{"role": "user", "content": "hi"}]})
+    with pytest.raises(RequestError, match="n"):
+        service.completions({"prompt": "x", "n": 0})
+    reply = service.completions({"prompt": ["a", "b"], "n": 2, "max_tokens": 2, "logprobs": 0})
+    assert [c["index"] for c in reply["choices"]] == [0, 1, 2, 3]
+    assert len(reply["choices"][0]["logprobs"]["token_logprobs"]) == 2
+    assert reply["usage"]["completion_tokens"] == 8
+    httpd = make_server(service)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        lm = OpenAICompatibleLM(f"http://127.0.0.1:{httpd.server_address[1]}", NAME, chat=True)
+        with pytest.raises(HTTPPolicyError, match="HTTP 400: .*no chat template"):
+            lm.generate(["hi"], SamplingParams(max_new_tokens=2))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_base_url_handling() -> None:
+    assert OpenAICompatibleLM("http://127.0.0.1:8000", NAME).base_url == "http://127.0.0.1:8000/v1"
+    assert OpenAICompatibleLM("http://h:1/v1/", NAME).base_url == "http://h:1/v1"
+    assert OpenAICompatibleLM("https://x.org/api/v1", NAME).base_url == "https://x.org/api/v1"
+    with pytest.raises(ValueError, match="http"):
+        OpenAICompatibleLM("127.0.0.1:8000", NAME)
+    assert OpenAICompatibleLM("http://h:1", NAME).generate([], SamplingParams()) == []
