@@ -182,6 +182,10 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         """Vector-style infos: per key an object array plus a ``_key`` presence mask."""
         assert self._duels is not None
         per_env = [duel_info(d) for d in self._duels]
+        curriculum = self.host.curriculum_state()
+        for duel, info in zip(self._duels, per_env):
+            if duel.finished:
+                info.update(curriculum)
         keys: list[str] = []
         for info in per_env:
             keys.extend(k for k in info if k not in keys)
