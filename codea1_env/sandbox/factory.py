@@ -1,4 +1,4 @@
-"""Build a sandbox backend by name: ``make_sandbox("local")`` or ``make_sandbox("docker")``."""
+"""Build a sandbox backend by name: ``make_sandbox("local" | "docker" | "ray")``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from codea1_env.sandbox.base import Sandbox
 
 __all__ = ["BACKENDS", "make_sandbox"]
 
-BACKENDS = ("local", "docker")
+BACKENDS = ("local", "docker", "ray")
 """Backend names :func:`make_sandbox` accepts."""
 
 
@@ -17,7 +17,8 @@ def make_sandbox(name: str = "local", **kwargs: Any) -> Sandbox:
 
     Args:
         name: ``"local"`` (:class:`~codea1_env.sandbox.local.LocalSandbox`) or ``"docker"``
-            (:class:`~codea1_env.sandbox.docker_backend.DockerSandbox`).
+            (:class:`~codea1_env.sandbox.docker_backend.DockerSandbox`) or ``"ray"``
+            (:class:`~codea1_env.sandbox.ray_backend.RaySandbox`, a pool of actors).
         **kwargs: Constructor arguments, for example ``workers=4`` or ``require=()``.
 
     Raises:
@@ -32,4 +33,8 @@ def make_sandbox(name: str = "local", **kwargs: Any) -> Sandbox:
         from codea1_env.sandbox.docker_backend import DockerSandbox
 
         return DockerSandbox(**kwargs)
+    if name == "ray":
+        from codea1_env.sandbox.ray_backend import RaySandbox
+
+        return RaySandbox(**kwargs)
     raise ValueError(f"unknown sandbox backend {name!r}; choose from {BACKENDS}")
