@@ -3,16 +3,19 @@
 A :class:`LanguageModel` turns a batch of prompt strings into a batch of :class:`Generation`
 values (text plus the token ids and log-probabilities a trainer needs). A :class:`Policy` turns a
 batch of environment observations into a batch of action texts; scripted baselines and the LM role
-policies of :mod:`agents.policy` both follow it. This module imports neither torch nor
+policies of :mod:`agents.policy` both follow it; it is defined once, in
+:mod:`codea1_env.scripted`, and re-exported here. This module imports neither torch nor
 transformers.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from codea1_env.scripted import Policy
 
 __all__ = ["FinishReason", "Generation", "LanguageModel", "Policy", "SamplingParams"]
 
@@ -99,17 +102,4 @@ class LanguageModel(Protocol):
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
         """Return one :class:`Generation` per prompt, in order."""
-        ...
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """Batched observations in, action texts out (the interface of every player)."""
-
-    def act(
-        self,
-        observations: Sequence[Mapping[str, Any]],
-        infos: Sequence[Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Return one action text per observation."""
         ...
