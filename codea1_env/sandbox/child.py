@@ -1,0 +1,401 @@
+"""One job child as seen from the trusted side: its pipes, its deadlines, its records.
+
+A :class:`ChildSession` creates four pipes (job in, results, stdout, stderr), passes the child's
+ends through the zygote with a ``spawn`` message, writes the job header (and, in stdio mode, the
+input) straight into the child's stdin, and reads result records straight from the child: the
+zygote never sees job data. Deadlines are kept here, by the trusted parent: the setup deadline
+runs from the spawn, each call's from the previous record; when one passes, the session asks the
+zygote to SIGKILL the child's process group.
+
+Every record is validated against the expected sequence (setup first, then call ``start``,
+``start+1``...); a malformed, unknown or out-of-order record is a protocol violation that ends
+the child and makes the call in progress a CRASH. What the child may claim is limited to
+:data:`~.protocol.CHILD_STATUSES`: timeouts and crashes are only ever decided here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codea1_env import plain
+from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
+from codea1_env.sandbox.protocol import (
+    CHILD_STATUSES,
+    EXIT_RUNNER_ERROR,
+    EXIT_RUNNER_MEMORY,
+    FRAME,
+    MAX_ERROR_CHARS,
+    pack_frame,
+    receive_message,
+    send_message,
+)
+
+__all__ = ["STATUS_NAMES", "CappedBuffer", "ChildRun", "ChildSession", "WorkerBroken"]
+
+FINISH_GRACE_S = 2.0
+"""How long a child may take to exit after its last record before it is killed."""
+KILL_WAIT_S = 10.0
+"""How long the zygote may take to report a killed child before the worker counts as broken."""
+DRAIN_WAIT_S = 1.0
+"""How long to wait for pipes to reach end-of-file after the zygote reported the exit."""
+_CHUNK = 1 << 16
+STATUS_NAMES = {
+    "ok": CallStatus.OK,
+    "exception": CallStatus.EXCEPTION,
+    "early_exit": CallStatus.EARLY_EXIT,
+    "memory": CallStatus.MEMORY,
+    "not_plain": CallStatus.NOT_PLAIN,
+}
+"""Statuses a child may report, by their wire names."""
+
+
+class WorkerBroken(RuntimeError):
+    """The zygote stopped answering or hung up; the worker must be restarted."""
+
+
+def limits_message(limits: Limits) -> dict[str, Any]:
+    """The rlimit part of a spawn message."""
+    return {
+        "cpu_s": float(limits.cpu_time_s),
+        "memory_bytes": int(limits.memory_mb) << 20,
+        "processes": int(limits.max_processes),
+        "file_size_bytes": int(limits.max_file_size_mb) << 20,
+        "open_files": int(limits.max_open_files),
+    }
+
+
+class CappedBuffer:
+    """Keeps the first ``limit`` bytes written to it and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(0, limit)
+        self.data = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        """Append what fits, count what does not."""
+        room = max(0, self.limit - len(self.data))
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        """The kept bytes as text (invalid UTF-8 replaced)."""
+        return self.data.decode("utf-8", "replace")
+
+
+@dataclass
+class ChildRun:
+    """What one child did, as observed by the trusted side.
+
+    Attributes:
+        setup: ``(status, error)`` from the setup record, None if it never came.
+        results: One result per call record received, in order.
+        exit: The zygote's exit report (``code``, ``signal``, ``cpu_s``...).
+        timed_out: The parent killed the child at a setup or call deadline.
+        lingered: The child was killed because it did not exit after its last record.
+        violation: Why the result channel was rejected, empty when it was not.
+        tail_s: Seconds from the last record (or the spawn) to the exit.
+        stdout: Captured stdout.
+        stderr: Captured stderr.
+    """
+
+    setup: tuple[str, str] | None = None
+    results: list[CallResult] = field(default_factory=list)
+    exit: dict[str, Any] | None = None
+    timed_out: bool = False
+    lingered: bool = False
+    violation: str = ""
+    tail_s: float = 0.0
+    stdout: CappedBuffer = field(default_factory=lambda: CappedBuffer(0))
+    stderr: CappedBuffer = field(default_factory=lambda: CappedBuffer(0))
+
+    @property
+    def setup_ok(self) -> bool:
+        """The program's top level ran (or, in stdio mode, compiled)."""
+        return self.setup is not None and self.setup[0] == "ok"
+
+    def death(self, limits: Limits, exit_zero_ok: bool = False) -> tuple[CallStatus, str]:
+        """Why the child ended without the record the trusted side was waiting for."""
+        if self.violation:
+            return CallStatus.CRASH, f"malformed result channel: {self.violation}"
+        if self.timed_out:
+            return CallStatus.TIMEOUT, "wall-clock limit exceeded"
+        info = self.exit or {}
+        sig = info.get("signal")
+        cpu = float(info.get("cpu_s") or 0.0)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= limits.cpu_time_s - 0.05):
+            return CallStatus.TIMEOUT, f"CPU time limit ({limits.cpu_time_s:g}s) exceeded"
+        if sig is not None:
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = f"signal {sig}"
+            if b"MemoryError" in self.stderr.data:
+                return CallStatus.MEMORY, f"killed by {name} after a MemoryError"
+            return CallStatus.CRASH, f"killed by {name}"
+        code = info.get("code")
+        if code == 0 and exit_zero_ok:
+            return CallStatus.OK, ""
+        if code == EXIT_RUNNER_MEMORY:
+            return CallStatus.MEMORY, "out of memory"
+        if code == EXIT_RUNNER_ERROR:
+            return CallStatus.CRASH, "the result channel broke"
+        return CallStatus.EARLY_EXIT, f"process exited with code {code}"
+
+    def setup_outcome(self, limits: Limits) -> tuple[CallStatus, str]:
+        """Status and reason of a failed setup."""
+        if self.setup is not None:
+            return STATUS_NAMES[self.setup[0]], self.setup[1]
+        return self.death(limits)
+
+
+class ChildSession:
+    """Spawns one child, feeds it the job, and collects what it does until it is gone.
+
+    Args:
+        control: The zygote's control socket.
+        name: The worker's name, for error messages.
+        job_id: A number unique within this zygote.
+        job: The job.
+        start: First call index (function mode) or the input index (stdio mode).
+        stdin_text: The input (stdio mode) or None (function mode).
+        out_limit: Bytes of stdout to keep.
+    """
+
+    def __init__(
+        self,
+        control: socket.socket,
+        name: str,
+        job_id: int,
+        job: Job,
+        start: int,
+        stdin_text: str | None,
+        out_limit: int,
+    ) -> None:
+        self.control = control
+        self.name = name
+        self.job_id = job_id
+        self.limits = job.limits
+        self.stdio = stdin_text is not None
+        self.index = start
+        self.end = start + 1 if self.stdio else len(job.calls)
+        self.max_frame = job.limits.max_value_bytes + 64 * 1024
+        self.run = ChildRun(
+            stdout=CappedBuffer(out_limit), stderr=CappedBuffer(job.limits.max_output_bytes)
+        )
+        header: dict[str, Any] = {
+            "mode": "stdio" if self.stdio else "call",
+            "program": job.program,
+            "start": start,
+            "max_value_bytes": job.limits.max_value_bytes,
+        }
+        if not self.stdio:
+            header["calls"] = list(job.calls)
+        payload = pack_frame(json.dumps(header).encode())
+        if self.stdio:
+            payload += (stdin_text or "").encode("utf-8", "surrogatepass")
+        self.pending = memoryview(payload)
+        self.buffer = bytearray()
+        self.phase = "setup"  # then "call", "done" or "violation"
+        self.kill_sent = False
+        self.fds: set[int] = set()
+        self._spawn()
+        self.last = time.monotonic()
+        self.deadline = self.last + job.limits.setup_timeout_s
+        self.drain_deadline: float | None = None
+        self.on_other_exit: Callable[[int], None] | None = None
+
+    def _spawn(self) -> None:
+        job_r, self.job_w = os.pipe()
+        self.res_r, res_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        theirs = [job_r, res_w, out_w, err_w]
+        ours = [self.job_w, self.res_r, self.out_r, self.err_r]
+        message = {"op": "spawn", "id": self.job_id, "limits": limits_message(self.limits)}
+        try:
+            send_message(self.control, message, theirs)
+        except OSError as exc:
+            for fd in theirs + ours:
+                os.close(fd)
+            raise WorkerBroken(f"{self.name}: cannot reach the worker: {exc}") from None
+        for fd in theirs:
+            os.close(fd)
+        for fd in ours:
+            os.set_blocking(fd, False)
+        self.fds.update(ours)
+
+    # ----------------------------------------------------------------- the loop
+    def collect(self, on_other_exit: Callable[[int], None] | None = None) -> ChildRun:
+        """Run the session to its end and close every pipe.
+
+        The end is either the zygote's exit report with the pipes drained, or, sooner, every
+        record received with every pipe closed (``ChildRun.exit`` is then None and the report
+        arrives later). Exit reports of earlier children are passed to ``on_other_exit``.
+        """
+        self.on_other_exit = on_other_exit
+        poller = select.poll()
+        for fd in (self.res_r, self.out_r, self.err_r):
+            poller.register(fd, select.POLLIN)
+        poller.register(self.job_w, select.POLLOUT)
+        control_fd = self.control.fileno()
+        poller.register(control_fd, select.POLLIN)
+        try:
+            while not self._finished():
+                until = self.drain_deadline if self.run.exit is not None else self.deadline
+                timeout_ms = max(0, int((float(until or 0) - time.monotonic()) * 1000) + 1)
+                for fd, _mask in poller.poll(timeout_ms):
+                    if fd == self.job_w:
+                        self._write_job(poller)
+                    elif fd == control_fd:
+                        self._control_event()
+                    else:
+                        self._read(fd, poller)
+                if self.run.exit is None and time.monotonic() >= self.deadline:
+                    self._deadline_passed()
+        finally:
+            for fd in self.fds:
+                os.close(fd)
+            self.fds.clear()
+        return self.run
+
+    def _finished(self) -> bool:
+        readers = self.fds - {self.job_w}
+        if self.run.exit is None:
+            # Every record is in and every pipe closed: the child is done, whatever its exit
+            # status (the zygote reports it later; the next spawn waits for its clean-up).
+            return self.phase == "done" and not readers and not self.kill_sent
+        return not readers or time.monotonic() >= float(self.drain_deadline or 0)
+
+    def _close(self, fd: int, poller: select.poll) -> None:
+        poller.unregister(fd)
+        self.fds.discard(fd)
+        os.close(fd)
+
+    def _write_job(self, poller: select.poll) -> None:
+        try:
+            written = os.write(self.job_w, self.pending[:_CHUNK])
+            self.pending = self.pending[written:]
+        except BlockingIOError:
+            return
+        except OSError:  # the child is gone or closed its stdin
+            self.pending = self.pending[:0]
+        if not self.pending:
+            self._close(self.job_w, poller)
+
+    def _read(self, fd: int, poller: select.poll) -> None:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return
+        if not chunk:
+            self._close(fd, poller)
+        elif fd == self.out_r:
+            self.run.stdout.add(chunk)
+        elif fd == self.err_r:
+            self.run.stderr.add(chunk)
+        else:
+            self.buffer += chunk
+            self._take_records()
+
+    def _control_event(self) -> None:
+        try:
+            message, fds = receive_message(self.control)
+        except (OSError, ValueError) as exc:
+            raise WorkerBroken(f"{self.name}: control channel failed: {exc}") from None
+        for fd in fds:
+            os.close(fd)
+        if message is None:
+            raise WorkerBroken(f"{self.name}: the worker hung up")
+        if message.get("op") == "error":
+            raise WorkerBroken(f"{self.name}: {message.get('reason')}")
+        if message.get("op") != "exit":
+            return
+        if message.get("id") == self.job_id:
+            now = time.monotonic()
+            self.run.exit = message
+            self.run.tail_s = now - self.last
+            self.drain_deadline = now + DRAIN_WAIT_S
+        elif self.on_other_exit is not None:
+            self.on_other_exit(int(message.get("id", -1)))
+
+    def _deadline_passed(self) -> None:
+        if self.kill_sent:
+            raise WorkerBroken(f"{self.name}: a killed child was never reported")
+        if self.phase in ("setup", "call"):
+            self.run.timed_out = True
+        elif self.phase == "done":
+            self.run.lingered = True
+        self._kill()
+
+    def _kill(self) -> None:
+        if not self.kill_sent:
+            send_message(self.control, {"op": "kill", "id": self.job_id})
+            self.kill_sent = True
+            self.deadline = time.monotonic() + KILL_WAIT_S
+
+    # ----------------------------------------------------------------- records
+    def _take_records(self) -> None:
+        while len(self.buffer) >= FRAME.size and self.phase in ("setup", "call"):
+            (size,) = FRAME.unpack_from(self.buffer)
+            if size > self.max_frame:
+                self._violation(f"record of {size} bytes")
+                break
+            if len(self.buffer) < FRAME.size + size:
+                break
+            record = bytes(self.buffer[FRAME.size : FRAME.size + size])
+            del self.buffer[: FRAME.size + size]
+            now = time.monotonic()
+            self._accept(record, now - self.last)
+            self.last = now
+            if self.phase == "call":
+                self.deadline = now + self.limits.call_timeout_s
+            elif self.phase == "done":
+                self.deadline = now + FINISH_GRACE_S
+
+    def _violation(self, reason: str) -> None:
+        self.run.violation = reason
+        self.phase = "violation"
+        self._kill()
+
+    def _accept(self, record: bytes, duration: float) -> None:
+        """Validate one record against the expected sequence and keep it."""
+        try:
+            obj = json.loads(record)
+        except ValueError:
+            return self._violation("unreadable result record")
+        if type(obj) is not dict:
+            return self._violation("result record is not an object")
+        status, error, kind = obj.get("s"), obj.get("e", ""), obj.get("k")
+        if status not in CHILD_STATUSES or type(error) is not str:
+            return self._violation("result record with an unknown status")
+        error = error[:MAX_ERROR_CHARS]
+        if self.phase == "setup":
+            if kind != "setup" or status == "not_plain":
+                return self._violation("result record out of sequence (expected setup)")
+            self.run.setup = (status, error)
+            self.phase = "call" if status == "ok" and self.index < self.end else "done"
+            return None
+        index = obj.get("i")
+        if kind != "call" or type(index) is not int or index != self.index:
+            return self._violation(f"result record out of sequence (expected call {self.index})")
+        value = None
+        if status == "ok" and not self.stdio:
+            if "v" not in obj:
+                return self._violation("result record without a value")
+            try:
+                value = plain.decode(obj["v"])
+            except (plain.PlainDataError, RecursionError):
+                return self._violation("result record with a malformed value")
+        self.run.results.append(CallResult(STATUS_NAMES[status], value, error, duration))
+        self.index += 1
+        self.phase = "done" if self.index >= self.end else "call"
+        return None

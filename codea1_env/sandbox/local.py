@@ -1,0 +1,497 @@
+"""The local backend: warm fork servers (zygotes) on this machine, one per core.
+
+What is isolated and how (each item is a layer name reported by :meth:`LocalSandbox.isolation`):
+
+* ``process_group`` - every job child calls ``setsid``: its own session and process group. The
+  seccomp filter forbids ``setsid``/``setpgid`` afterwards, so everything it starts stays in the
+  group, and the group is SIGKILLed when the job ends or times out.
+* ``wall_timeout`` - deadlines are kept by the trusted parent, per call and for setup; at a
+  deadline the zygote SIGKILLs the group. Nothing inside the job can catch or delay it.
+* ``rlimits`` - RLIMIT_CPU (CPU seconds; SIGXCPU then SIGKILL), RLIMIT_AS (address space:
+  ``MemoryError``), RLIMIT_FSIZE (``EFBIG``), RLIMIT_NOFILE and RLIMIT_CORE=0, set below the hard
+  limit so the job cannot raise them (and seccomp denies ``setrlimit``/``prlimit``).
+* ``process_limit`` - RLIMIT_NPROC caps processes and threads. It counts per uid, so it is only
+  set when the job has a uid of its own.
+* ``unprivileged_uid`` - when the sandbox runs as root, each worker leases its own uid from
+  60000-64999 (unique on the machine, see :mod:`.uids`) and job children drop to it (groups
+  cleared). It cannot signal, trace or write to anything of another uid.
+* ``seccomp``, ``no_new_privs`` - filters compiled once by the parent (see
+  :mod:`.seccomp_policy`), loaded by the zygote on itself (children inherit it) plus a small one
+  per child: no sockets, no namespaces, no ptrace, no mounts, no leaving the process group, no
+  raising limits, no ``io_uring``, no kernel-level calls.
+* ``no_network`` - the filter denies ``socket``; with bubblewrap the job is also in a network
+  namespace with nothing but a downed loopback (``net_namespace``).
+* ``pid_namespace``, ``ipc_namespace``, ``mount_namespace`` - with bubblewrap the whole worker
+  runs in new namespaces, so jobs cannot see host processes (nor the trusted parent).
+* ``filesystem_view``, ``readonly_host`` - with bubblewrap the worker's root is an empty tmpfs with
+  read-only ``/usr``, the Python installation (its ``site-packages`` hidden), the linker cache
+  and the worker files. The package's data files, ``/etc``, home directories, the checkout and
+  the host's ``/tmp`` do not exist there; nothing outside the scratch directory is writable.
+* ``private_scratch`` - each job gets a fresh 0700 directory (its cwd, ``HOME`` and ``TMPDIR``),
+  owned by its uid, removed with everything in it after the job. Under bubblewrap it lives on a
+  size-capped tmpfs private to the worker, so filling it cannot fill the host disk.
+* ``scrubbed_env`` - the environment is replaced by ``PATH``, ``HOME``, ``TMPDIR``, ``PWD``,
+  ``LANG``, ``PYTHONHASHSEED`` and ``PYTHONIOENCODING``.
+* ``closed_stdin`` - function-mode jobs read an empty stdin; stdio jobs read their input only.
+* ``output_cap`` - stdout and stderr go to pipes read by the parent, which keeps at most
+  ``Limits.max_output_bytes`` and discards the rest.
+
+After every job the zygote kills what is left (the group, then every process in the worker's pid
+namespace, or every process of the worker's uid without one), removes the scratch directory and
+the parent closes all pipe ends: no leftover processes, files or descriptors.
+
+The sandbox refuses to start when a required layer is missing (default
+:data:`~codea1_env.sandbox.layers.DEFAULT_REQUIRED_LAYERS`: ``process_group``, ``rlimits`` and
+``seccomp``). Opt out with ``LocalSandbox(require=())`` or ``CODEA1_SANDBOX_REQUIRE=none`` (or
+name your own minimum, comma-separated, in either place).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Limits, SandboxUnavailable
+from codea1_env.sandbox.child import WorkerBroken, limits_message
+from codea1_env.sandbox.confinement import LaunchPlan, plan_launch
+from codea1_env.sandbox.driver import ZygoteClient
+from codea1_env.sandbox.layers import (
+    DEFAULT_REQUIRED_LAYERS,
+    REQUIRE_ENV,
+    host_namespaces,
+    layers_from_facts,
+    resolve_required,
+)
+from codea1_env.sandbox.pool import WorkerPool, check_jobs
+from codea1_env.sandbox.seccomp_policy import (
+    SeccompPrograms,
+    SeccompUnavailable,
+    compile_policy,
+)
+from codea1_env.sandbox.uids import UidLease, lease_uids
+
+__all__ = ["DEFAULT_PREIMPORT", "DEFAULT_REQUIRED_LAYERS", "LocalSandbox", "job_environment"]
+
+DEFAULT_PREIMPORT: tuple[str, ...] = (
+    "typing",
+    "collections",
+    "itertools",
+    "functools",
+    "math",
+    "re",
+    "heapq",
+    "bisect",
+    "string",
+    "random",
+    "operator",
+    "copy",
+    "fractions",
+    "decimal",
+)
+"""Modules imported once by each zygote so that jobs importing them start instantly."""
+
+
+def job_environment() -> dict[str, str]:
+    """The fixed environment of a job child (``HOME``, ``TMPDIR``, ``PWD`` are added per job)."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+
+class _LocalWorker:
+    """One zygote process (inside bubblewrap or bare) and its control connection."""
+
+    def __init__(self, name: str, plan: LaunchPlan, config: dict[str, Any], timeout_s: float):
+        self.name = name
+        self.plan = plan
+        self.config = config
+        self.timeout_s = timeout_s
+        self.process: subprocess.Popen[bytes] | None = None
+        self.facts: dict[str, Any] = {}
+        self._client: ZygoteClient | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def client(self) -> ZygoteClient:
+        if self._client is None:
+            raise SandboxUnavailable(f"{self.name} is not running")
+        return self._client
+
+    def launch(self) -> None:
+        """Start the process (the handshake follows in :meth:`handshake`)."""
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile(prefix="codea1-worker-log-")
+        try:
+            self.process = subprocess.Popen(
+                [*self.plan.argv, "--fd", str(child_end.fileno())],
+                pass_fds=(child_end.fileno(),),
+                env=self.plan.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            parent_end.close()
+            raise SandboxUnavailable(f"{self.name}: cannot start the worker: {exc}") from None
+        finally:
+            child_end.close()
+        self._client = ZygoteClient(parent_end, self.name)
+
+    def handshake(self) -> dict[str, Any]:
+        """Configure the zygote and return its probe facts."""
+        try:
+            self.facts = self.client.handshake(self.config, self.timeout_s)
+        except (WorkerBroken, OSError) as exc:
+            detail = self.log_tail()
+            self.stop()
+            raise SandboxUnavailable(f"{self.name} failed to start: {exc}. {detail}") from None
+        return self.facts
+
+    def log_tail(self) -> str:
+        """The last lines the worker process wrote to stderr."""
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        text = self._log.read().decode("utf-8", "replace").strip()
+        return f"worker stderr: {text[-2000:]}" if text else ""
+
+    def restart(self) -> None:
+        self.stop()
+        self.launch()
+        self.handshake()
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.quit()
+            self._client = None
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5.0)
+            self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def tree_pids(self) -> list[int]:
+        """Host pids of the worker process and all its descendants."""
+        if self.process is None:
+            return []
+        return _descendants(self.process.pid)
+
+
+def _descendants(root: int) -> list[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            parents[int(entry)] = int(fields[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    found, frontier = [root], [root]
+    while frontier:
+        current = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == current and pid not in found:
+                found.append(pid)
+                frontier.append(pid)
+    return found
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _canaries() -> tuple[list[str], list[str]]:
+    """Host paths a confined job must not see, and host directories it must not write."""
+    package = str(Path(__file__).resolve().parents[1])
+    exposed = {sys.base_prefix, sys.base_exec_prefix, "/usr"}
+    candidates = [package, os.getcwd(), "/etc/passwd", os.path.expanduser("~")]
+    hidden = []
+    for path in candidates:
+        if not os.path.exists(path) or path in hidden:
+            continue
+        if any(e == path or e.startswith(path.rstrip("/") + "/") for e in exposed):
+            continue  # an ancestor of what must stay visible (for example "/" or the pyenv root)
+        hidden.append(path)
+    writable = [tempfile.gettempdir(), "/var/tmp", package, os.getcwd()]
+    return hidden, [w for w in dict.fromkeys(writable) if os.path.isdir(w)]
+
+
+def _scratch_base() -> str | None:
+    """Where job scratch directories go without bubblewrap: a tmpfs when there is one.
+
+    Creating and removing a directory per job costs far less on tmpfs than on a journaling
+    file system. None means the default temporary directory.
+    """
+    try:
+        with open("/proc/mounts") as fh:
+            for line in fh:
+                fields = line.split()
+                if len(fields) > 2 and fields[1] == "/dev/shm" and fields[2] == "tmpfs":
+                    return "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    except OSError:
+        pass
+    return None
+
+
+def _stop_all(workers: list[_LocalWorker], leases: list[UidLease], scratch: list[str]) -> None:
+    for worker in workers:
+        worker.stop()
+    for lease in leases:
+        lease.release()
+    for root in scratch:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class LocalSandbox:
+    """Run jobs in warm, confined fork servers on this machine.
+
+    Args:
+        workers: Number of worker processes (parallel jobs); default ``os.cpu_count()``.
+        require: Layers that must be active or the constructor raises
+            :class:`SandboxUnavailable`. None means ``$CODEA1_SANDBOX_REQUIRE`` if set, else
+            :data:`DEFAULT_REQUIRED_LAYERS`; ``()`` requires nothing.
+        confinement: ``"auto"`` (bubblewrap if installed, else namespaces via ``unshare``),
+            ``"bwrap"``, ``"unshare"`` or ``"none"`` (see :mod:`.confinement`).
+        tmp_mb: Size of each worker's private ``/tmp`` tmpfs under bubblewrap (all scratch
+            directories of that worker live there).
+        python_paths: Extra directories made visible read-only and importable by jobs (for
+            example a directory of third-party packages); by default jobs see only the standard
+            library.
+        preimport: Modules each zygote imports once at start-up.
+        start_timeout_s: How long a worker may take to start.
+
+    Raises:
+        SandboxUnavailable: a worker cannot start, or a required layer is missing (the message
+            lists the missing layers, why, and how to opt out).
+        ValueError: bad arguments.
+
+    Example:
+        >>> with LocalSandbox(workers=2) as sandbox:                       # doctest: +SKIP
+        ...     [result] = sandbox.run([Job("def f(x): return x + 1", calls=("f(1)",))])
+        >>> result.calls[0].value                                          # doctest: +SKIP
+        2
+    """
+
+    def __init__(
+        self,
+        workers: int | None = None,
+        require: Sequence[str] | None = None,
+        *,
+        confinement: str = "auto",
+        tmp_mb: int = 256,
+        python_paths: Sequence[str] = (),
+        preimport: Sequence[str] = DEFAULT_PREIMPORT,
+        start_timeout_s: float = 30.0,
+    ) -> None:
+        count = (os.cpu_count() or 1) if workers is None else int(workers)
+        if count < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        if tmp_mb < 1:
+            raise ValueError(f"tmp_mb must be at least 1, got {tmp_mb}")
+        self.required = resolve_required(require)
+        self._workers: list[_LocalWorker] = []
+        self._leases: list[UidLease] = []
+        self._scratch: list[str] = []  # the host scratch root, made only without bubblewrap
+        self._closed = False
+        self._finalizer = weakref.finalize(
+            self, _stop_all, self._workers, self._leases, self._scratch
+        )
+        notes: list[str] = []
+        try:
+            programs = compile_policy()
+            if programs.skipped:
+                unknown = ", ".join(programs.skipped)
+                notes.append(f"seccomp: not known here, so not filtered: {unknown}")
+        except SeccompUnavailable as exc:
+            programs = SeccompPrograms(b"", b"", ())
+            notes.append(f"seccomp: {exc}")
+        if os.geteuid() == 0:
+            try:
+                self._leases.extend(lease_uids(count))
+            except OSError as exc:
+                notes.append(f"unprivileged_uid: no uid available: {exc}")
+        try:
+            self._start(
+                count,
+                confinement,
+                tmp_mb,
+                tuple(python_paths),
+                preimport,
+                programs,
+                timeout_s=start_timeout_s,
+                notes=notes,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(
+        self,
+        count: int,
+        confinement: str,
+        tmp_mb: int,
+        python_paths: tuple[str, ...],
+        preimport: Sequence[str],
+        programs: SeccompPrograms,
+        *,
+        timeout_s: float,
+        notes: list[str],
+    ) -> None:
+        for path in python_paths:
+            if not os.path.isdir(path):
+                raise ValueError(f"python_paths entry {path!r} is not a directory")
+        try:
+            plan = plan_launch(confinement, tmp_bytes=tmp_mb << 20, python_paths=python_paths)
+        except FileNotFoundError as exc:
+            raise SandboxUnavailable(str(exc)) from None
+        probe_limits = limits_message(Limits())
+        hidden, writable = _canaries()
+        for i in range(count):
+            uid = self._leases[i].uid if i < len(self._leases) else None
+            scratch_root = plan.scratch_root
+            if scratch_root is None:
+                scratch_root = os.path.join(self._host_scratch(), f"w{i}")
+                os.mkdir(scratch_root, 0o711)
+            config = {
+                "uid": uid,
+                "gid": uid,
+                "seccomp_worker_bpf": programs.worker.hex(),
+                "seccomp_job_bpf": programs.job.hex(),
+                "scratch_root": scratch_root,
+                "pid_namespace": plan.pid_namespace,
+                "unshare": [list(group) for group in plan.unshare],
+                "plain_path": plan.plain_path,
+                "preimport": list(preimport),
+                "python_paths": list(python_paths),
+                "env": job_environment(),
+                "canaries": hidden,
+                "writable_canaries": writable,
+                "probe_limits": probe_limits,
+            }
+            self._workers.append(_LocalWorker(f"local worker {i}", plan, config, timeout_s))
+        for worker in self._workers:
+            worker.launch()
+        expected = {
+            "host_ns": host_namespaces(),
+            "limits": probe_limits,
+            "host_uid": None if os.geteuid() == 0 else os.geteuid(),
+        }
+        combined: dict[str, bool] | None = None
+        all_notes = list(plan.notes) + notes
+        for worker in self._workers:
+            facts = worker.handshake()
+            layers, layer_notes = layers_from_facts(facts, dict(expected, uid=worker.config["uid"]))
+            combined = (
+                layers
+                if combined is None
+                else {k: v and layers.get(k, False) for k, v in combined.items()}
+            )
+            all_notes.extend(n for n in layer_notes if n not in all_notes)
+        assert combined is not None
+        self._report = IsolationReport(
+            backend=f"local/{plan.confinement}", layers=combined, notes=tuple(all_notes)
+        )
+        missing = self._report.missing(self.required)
+        if missing:
+            raise SandboxUnavailable(
+                f"the local sandbox cannot provide required isolation layer(s) {missing}.\n"
+                + "\n".join(f"  - {note}" for note in all_notes)
+                + f"\nOpt out with LocalSandbox(require=()) or {REQUIRE_ENV}=none, or require "
+                f"fewer layers (for example {REQUIRE_ENV}=process_group,rlimits)."
+            )
+        self._pool = WorkerPool(self._workers)
+
+    def _host_scratch(self) -> str:
+        if not self._scratch:
+            root = tempfile.mkdtemp(prefix="codea1-sandbox-", dir=_scratch_base())
+            os.chmod(root, 0o711)  # the job directories inside are private to their uid
+            self._scratch.append(root)
+        return self._scratch[0]
+
+    # ----------------------------------------------------------------- Sandbox protocol
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        """Run a batch of jobs in parallel on all workers; one result per job, in order.
+
+        Raises:
+            TypeError, ValueError: malformed jobs (nothing is run).
+            SandboxUnavailable: the sandbox is closed or a worker cannot be restarted.
+        """
+        if self._closed:
+            raise SandboxUnavailable("the sandbox is closed")
+        check_jobs(jobs)
+        if not jobs:
+            return []
+        return self._pool.run(jobs)
+
+    def isolation(self) -> IsolationReport:
+        """The layers the probes found active on every worker."""
+        return self._report
+
+    def close(self) -> None:
+        """Stop the workers, release their uids and remove the scratch root. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
+        self._finalizer()
+
+    def __enter__(self) -> LocalSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- introspection
+    @property
+    def workers(self) -> int:
+        """Number of workers."""
+        return len(self._workers)
+
+    @property
+    def uids(self) -> tuple[int, ...]:
+        """The uids job children run as (empty when not running as root)."""
+        return tuple(lease.uid for lease in self._leases)
+
+    def server_rss_kb(self) -> list[int]:
+        """Resident memory (KiB) of each idle worker: the zygote plus its launcher processes."""
+        sizes = []
+        for worker in self._workers:
+            sizes.append(sum(_rss_kb(pid) for pid in worker.tree_pids()))
+        return sizes
+
+    @property
+    def scratch_root(self) -> str | None:
+        """The host directory of job scratch directories (None under bubblewrap: private tmpfs)."""
+        return self._scratch[0] if self._scratch else None
+
+    def worker_pids(self) -> list[int]:
+        """Host pids of every worker process tree (launchers, zygotes and running jobs)."""
+        return [pid for worker in self._workers for pid in worker.tree_pids()]

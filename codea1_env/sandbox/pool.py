@@ -1,0 +1,141 @@
+"""A pool of workers that runs a batch of jobs in parallel, one job per worker at a time.
+
+Backends supply the workers (local processes or containers); the pool hands each job to the next
+free worker, so jobs are spread by load. A worker about to go idle waits for its zygote to finish
+cleaning up after its last job, so nothing of a batch outlives :meth:`WorkerPool.run`.
+
+A worker whose zygote broke is restarted and the job run again from the start on the fresh
+worker; if it breaks that one too, the job is blamed: all its calls are marked CRASH and the
+worker is restarted once more. A restart that fails raises
+:class:`~codea1_env.sandbox.base.SandboxUnavailable`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol
+
+from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
+from codea1_env.sandbox.child import WorkerBroken
+from codea1_env.sandbox.driver import ZygoteClient
+
+__all__ = ["PooledWorker", "WorkerPool", "check_jobs"]
+
+
+class PooledWorker(Protocol):
+    """What the pool needs from a worker."""
+
+    name: str
+
+    @property
+    def client(self) -> ZygoteClient:
+        """The connection to the worker's zygote."""
+        ...
+
+    def restart(self) -> None:
+        """Replace a broken worker process with a fresh one (may raise SandboxUnavailable)."""
+        ...
+
+
+def check_jobs(jobs: Sequence[Job]) -> None:
+    """Reject malformed jobs with a clear error before anything runs.
+
+    Raises:
+        TypeError: ``jobs`` is not a sequence of :class:`Job`, or a field has the wrong type.
+        ValueError: a limit is not positive.
+    """
+    if isinstance(jobs, Job) or not isinstance(jobs, Sequence):
+        raise TypeError("run() takes a sequence of Job objects")
+    for position, job in enumerate(jobs):
+        if not isinstance(job, Job):
+            raise TypeError(f"jobs[{position}] is {type(job).__name__}, not Job")
+        if not isinstance(job.program, str):
+            raise TypeError(f"jobs[{position}].program must be str")
+        for name in ("calls", "stdin_inputs"):
+            items = getattr(job, name)
+            if not isinstance(items, (tuple, list)) or not all(isinstance(x, str) for x in items):
+                raise TypeError(f"jobs[{position}].{name} must be a tuple of str")
+        if job.calls and job.stdin_inputs:
+            raise ValueError(f"jobs[{position}] has both calls and stdin_inputs")
+        limits = job.limits
+        for name in ("call_timeout_s", "setup_timeout_s", "cpu_time_s", "memory_mb"):
+            if not getattr(limits, name) > 0:
+                raise ValueError(f"jobs[{position}].limits.{name} must be positive")
+        for name in ("max_processes", "max_file_size_mb", "max_open_files", "max_value_bytes"):
+            if int(getattr(limits, name)) < 1:
+                raise ValueError(f"jobs[{position}].limits.{name} must be at least 1")
+        if int(limits.max_output_bytes) < 0:
+            raise ValueError(f"jobs[{position}].limits.max_output_bytes must not be negative")
+
+
+def _broken_result(job: Job, reason: str) -> JobResult:
+    error = f"the worker died twice while running this job: {reason}"[:1000]
+    return JobResult(
+        calls=tuple(CallResult(CallStatus.CRASH, error=error) for _ in range(job.n_calls)),
+        setup_status=CallStatus.CRASH,
+        setup_error=error,
+        tag=job.tag,
+        events={"worker_broken": 2},
+    )
+
+
+class WorkerPool:
+    """Dispatches jobs to workers from a thread per worker."""
+
+    def __init__(self, workers: Sequence[PooledWorker]) -> None:
+        if not workers:
+            raise ValueError("a pool needs at least one worker")
+        self.workers = list(workers)
+        self._idle: queue.SimpleQueue[PooledWorker] = queue.SimpleQueue()
+        for worker in self.workers:
+            self._idle.put(worker)
+        self._executor = ThreadPoolExecutor(
+            max_workers=len(self.workers), thread_name_prefix="codea1-sandbox"
+        )
+        self._lock = threading.Lock()
+        self._queued = 0  # jobs submitted but not yet started
+
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        """Run ``jobs`` on all workers and return their results in order."""
+        with self._lock:
+            self._queued += len(jobs)
+        if len(jobs) == 1:
+            return [self._run_one(jobs[0])]
+        futures = [self._executor.submit(self._run_one, job) for job in jobs]
+        return [future.result() for future in futures]
+
+    def _run_one(self, job: Job) -> JobResult:
+        with self._lock:
+            self._queued -= 1
+        worker = self._idle.get()
+        try:
+            return self._run_on(worker, job)
+        finally:
+            try:
+                with self._lock:
+                    going_idle = self._queued == 0
+                if going_idle:  # let the zygote finish cleaning up before run() returns
+                    worker.client.settle()
+            except WorkerBroken:
+                worker.restart()
+            finally:
+                self._idle.put(worker)
+
+    def _run_on(self, worker: PooledWorker, job: Job) -> JobResult:
+        try:
+            return worker.client.run_job(job)
+        except WorkerBroken:
+            worker.restart()
+        try:
+            return worker.client.run_job(job)
+        except WorkerBroken as exc:
+            # Twice in a row on the same job: blame the job, not the backend.
+            worker.restart()
+            return _broken_result(job, str(exc))
+
+    def shutdown(self) -> None:
+        """Stop the dispatch threads (workers are stopped by their backend)."""
+        self._executor.shutdown(wait=True, cancel_futures=True)

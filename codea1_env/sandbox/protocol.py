@@ -1,0 +1,105 @@
+"""The wire protocol between the trusted parent, the zygote and job children (stdlib only).
+
+This module is imported twice under two names: as ``codea1_env.sandbox.protocol`` by the trusted
+parent, and as the top-level ``protocol`` by the worker scripts inside the sandbox (which see
+only the standard library and the worker files). It must therefore import nothing else.
+
+* Control messages (parent <-> zygote) are JSON objects, one per ``SOCK_SEQPACKET`` packet, with
+  descriptors attached to ``spawn`` messages (``SCM_RIGHTS``).
+* Job headers (parent -> child, on the child's stdin pipe) and result records (child -> parent,
+  on descriptor :data:`RESULT_FD`) are length-prefixed JSON frames: a 4-byte big-endian length,
+  then the JSON text. Result values inside records are tagged JSON (:mod:`codea1_env.plain`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+from typing import Any
+
+__all__ = [
+    "CHILD_STATUSES",
+    "EXIT_RUNNER_ERROR",
+    "EXIT_RUNNER_MEMORY",
+    "FRAME",
+    "MAX_CONTROL_BYTES",
+    "MAX_ERROR_CHARS",
+    "RESULT_FD",
+    "pack_frame",
+    "read_exact",
+    "read_frame",
+    "receive_message",
+    "send_message",
+]
+
+FRAME = struct.Struct(">I")
+"""Length prefix of job headers and result records."""
+RESULT_FD = 3
+"""Descriptor on which a job child writes its result records."""
+MAX_CONTROL_BYTES = 1 << 20
+"""Largest control message (the configuration carries the seccomp program)."""
+EXIT_RUNNER_ERROR = 70
+"""Exit code of a child whose runner could not continue (for example, its result pipe broke)."""
+EXIT_RUNNER_MEMORY = 71
+"""Exit code of a child whose runner ran out of memory outside the untrusted code."""
+CHILD_STATUSES = ("ok", "exception", "early_exit", "memory", "not_plain")
+"""Statuses a child may report; timeouts and crashes are decided by the trusted side only."""
+MAX_ERROR_CHARS = 1000
+"""Longest error text a child reports."""
+
+
+def pack_frame(payload: bytes) -> bytes:
+    """Return ``payload`` with its 4-byte big-endian length prefix."""
+    return FRAME.pack(len(payload)) + payload
+
+
+def read_exact(fd: int, size: int) -> bytes:
+    """Read exactly ``size`` bytes from ``fd`` (never more); raise EOFError when it ends early."""
+    chunks: list[bytes] = []
+    left = size
+    while left:
+        chunk = os.read(fd, left)
+        if not chunk:
+            raise EOFError(f"stream ended with {left} of {size} bytes missing")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int, max_bytes: int) -> bytes:
+    """Read one length-prefixed frame from ``fd``."""
+    (size,) = FRAME.unpack(read_exact(fd, FRAME.size))
+    if size > max_bytes:
+        raise ValueError(f"frame of {size} bytes exceeds {max_bytes}")
+    return read_exact(fd, size)
+
+
+def send_message(
+    sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None
+) -> None:
+    """Send one JSON control message, with descriptors attached when given."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.send(data)
+
+
+def receive_message(
+    sock: socket.socket, max_fds: int = 0
+) -> tuple[dict[str, Any] | None, list[int]]:
+    """Receive one control message; ``(None, [])`` at end of stream."""
+    if max_fds:
+        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_BYTES, max_fds)
+    else:
+        data, fds = sock.recv(MAX_CONTROL_BYTES), []
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("control message is not a JSON object")
+    return message, list(fds)

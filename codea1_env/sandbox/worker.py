@@ -1,0 +1,55 @@
+"""Entry point of a sandbox worker process: ``python -S -s -B worker.py --fd N | --connect PATH``.
+
+Runs inside bubblewrap, namespaces or a container, with the standard library and the worker
+files (this script, ``protocol.py``, ``zygote.py``, ``runner.py``) next to each other; the plain
+data codec is loaded by path from the configuration. ``--fd N`` uses an inherited
+``SOCK_SEQPACKET`` socket (local backend); ``--connect PATH`` connects to a listening one (Docker
+backend, through a mounted directory). See :mod:`.zygote` and :mod:`.runner` for what happens
+next.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+
+from protocol import receive_message, send_message
+from zygote import Zygote
+
+
+def _connect(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            sock.connect(path)
+            return sock
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point: ``--fd N`` (inherited socket) or ``--connect PATH`` (listening socket)."""
+    if len(argv) != 2 or argv[0] not in ("--fd", "--connect"):
+        sys.stderr.write("usage: worker.py --fd N | --connect PATH\n")
+        return 2
+    if argv[0] == "--fd":
+        control = socket.socket(fileno=int(argv[1]))
+    else:
+        control = _connect(argv[1])
+    zygote = Zygote(control)
+    config, _fds = receive_message(control)
+    if config is None or config.get("op") != "config":
+        return 3
+    zygote.configure(config)
+    send_message(control, {"op": "ready", "facts": zygote.probe(), "pid": os.getpid()})
+    zygote.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,561 @@
+"""The zygote: a clean fork server that never sees job data, and the confinement of its children.
+
+Runs inside the sandbox (imported by ``worker.py`` as the top-level ``zygote``; standard library
+only). It receives a configuration message, pre-imports common modules, probes the isolation a
+child actually gets, then answers control messages: ``spawn`` (with four descriptors attached),
+``kill``, ``stats`` and ``quit``. It never reads a job's program, inputs or outputs,
+so a forked child cannot find other jobs' data in inherited memory (the zygote rule). After each
+child exits it kills whatever the job left behind, removes the scratch directory and reports the
+exit status and CPU time.
+
+The zygote runs under the worker seccomp filter itself (loaded last at start-up), so every child
+inherits it for free. A freshly forked job child then confines itself
+(:meth:`Zygote.confine_child`) before it reads anything: its own session, descriptors 0-3 only,
+a private scratch directory, rlimits, an unprivileged uid, the small job seccomp filter and a
+scrubbed environment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import gc
+import importlib.util
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from protocol import EXIT_RUNNER_ERROR, EXIT_RUNNER_MEMORY, RESULT_FD, receive_message, send_message
+from runner import JobRunner, describe_exception, prepare_interpreter, real_exit, real_write
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_SECCOMP = 22
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
+_SECCOMP_MODE_FILTER = 2
+_CLONE_FLAGS = {
+    "net": 0x40000000,
+    "ipc": 0x08000000,
+    "uts": 0x04000000,
+    "user": 0x10000000,
+}
+_NAMESPACES = ("net", "pid", "mnt", "ipc", "uts")
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _prctl(libc: ctypes.CDLL, option: int, arg: Any = 0) -> int:
+    return int(libc.prctl(ctypes.c_int(option), arg, ctypes.c_ulong(0), ctypes.c_ulong(0), 0))
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _filter(hex_program: str) -> tuple[Any, _SockFprog] | None:
+    """A loadable ``sock_fprog`` for a BPF program (and the buffer that must outlive it)."""
+    program = bytes.fromhex(hex_program)
+    if not program:
+        return None
+    buffer = ctypes.create_string_buffer(program, len(program))
+    return buffer, _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+
+
+def _ns_inode(name: str) -> int:
+    try:
+        return os.stat(f"/proc/self/ns/{name}").st_ino
+    except OSError:
+        return 0
+
+
+class Zygote:
+    """The clean fork server. Holds only configuration, never job data."""
+
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.libc = _libc()
+        self.config: dict[str, Any] = {}
+        self.children: dict[int, dict[str, Any]] = {}  # pid -> {"id", "scratch", "killed"}
+        self.uid: int | None = None
+        self.gid: int | None = None
+        self.plain_encode: Callable[[Any], Any] | None = None
+        self.plain_error: type[Exception] = ValueError
+        self.job_filter: tuple[Any, _SockFprog] | None = None
+        self.notes: list[str] = []
+        self.unshared: list[str] = []
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+
+    # ----------------------------------------------------------------- start-up
+    def configure(self, config: dict[str, Any]) -> None:
+        """Apply the configuration sent by the parent before any job arrives."""
+        self.config = config
+        self.uid = config.get("uid")
+        self.gid = config.get("gid", self.uid)
+        _prctl(self.libc, _PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1))
+        _prctl(self.libc, _PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
+        for names in config.get("unshare", []):
+            self._unshare(names)
+        self.job_filter = _filter(config.get("seccomp_job_bpf", ""))
+        try:  # only the zygote (root) may create entries next to the job scratch dirs
+            os.chmod(config["scratch_root"], 0o711)
+        except OSError as exc:
+            self.notes.append(f"cannot restrict {config['scratch_root']}: {exc.strerror}")
+        self._load_plain(config["plain_path"])
+        for name in config.get("preimport", []):
+            try:
+                __import__(name)
+            except Exception as exc:  # noqa: BLE001 - report, keep going
+                self.notes.append(f"pre-import of {name} failed: {exc}")
+        sys.path[:] = [p for p in sys.path[1:] if p] + list(config.get("python_paths", []))
+        prepare_interpreter()
+        os.environ.clear()
+        os.environ.update(config.get("env", {}))
+        _reseed()  # every child starts from the same random state
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_w)
+        # Children share the zygote's pages copy-on-write; keep the garbage collector from
+        # walking (and so copying) every inherited object in each child.
+        gc.freeze()
+        worker_filter = _filter(config.get("seccomp_worker_bpf", ""))
+        if worker_filter is not None:  # last: it also binds the zygote, and children inherit it
+            try:
+                self._load_filter(worker_filter)
+            except OSError as exc:
+                self.job_filter = None
+                self.notes.append(f"seccomp: the worker filter did not load: {exc}")
+
+    def _unshare(self, names: list[str]) -> None:
+        flags = 0
+        for name in names:
+            flags |= _CLONE_FLAGS[name]
+        uid, gid = os.getuid(), os.getgid()
+        if self.libc.unshare(ctypes.c_int(flags)) != 0:
+            err = ctypes.get_errno()
+            self.notes.append(f"unshare({'+'.join(names)}) failed: {os.strerror(err)}")
+            return
+        if "user" in names:
+            with open("/proc/self/setgroups", "w") as fh:
+                fh.write("deny")
+            with open("/proc/self/uid_map", "w") as fh:
+                fh.write(f"{uid} {uid} 1")
+            with open("/proc/self/gid_map", "w") as fh:
+                fh.write(f"{gid} {gid} 1")
+        self.unshared.extend(n for n in names if n != "user")
+
+    def _load_plain(self, path: str) -> None:
+        spec = importlib.util.spec_from_file_location("codea1_plain", path)
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot load the plain-data codec from {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["codea1_plain"] = module
+        spec.loader.exec_module(module)
+        # Pin the builtins the encoder looks up, so a job that patches ``builtins`` cannot
+        # change how its own values are encoded (it could only hurt itself, but keep it exact).
+        module.__dict__.update(type=type, len=len, isinstance=isinstance)
+        self.plain_encode = module.encode
+        self.plain_error = module.PlainDataError
+
+    # ----------------------------------------------------------------- main loop
+    def serve(self) -> None:
+        """Answer control messages until the parent hangs up."""
+        while True:
+            try:
+                ready, _, _ = select.select([self.control.fileno(), self.wake_r], [], [])
+            except InterruptedError:
+                continue
+            if self.wake_r in ready:
+                self._drain_wakeups()
+            self._reap()
+            if self.control.fileno() in ready:
+                message, fds = receive_message(self.control, max_fds=8)
+                if message is None or message.get("op") == "quit":
+                    self._shutdown()
+                    return
+                self._handle(message, fds)
+
+    def _handle(self, message: dict[str, Any], fds: list[int]) -> None:
+        op = message.get("op")
+        if op == "spawn" and len(fds) == 4:
+            self._spawn(message, fds)
+        elif op == "kill":
+            for pid, child in self.children.items():
+                if child["id"] == message.get("id"):
+                    child["killed"] = True
+                    self._kill_group(pid)
+            for fd in fds:
+                os.close(fd)
+        elif op == "stats":
+            for fd in fds:
+                os.close(fd)
+            send_message(self.control, {"op": "stats", "rss_kb": _rss_kb(), "pid": os.getpid()})
+        else:
+            for fd in fds:
+                os.close(fd)
+            send_message(self.control, {"op": "error", "reason": f"bad control message {op!r}"})
+
+    def _drain_wakeups(self) -> None:
+        try:
+            while os.read(self.wake_r, 4096):
+                pass
+        except BlockingIOError:
+            return
+
+    def _reap(self) -> None:
+        """Collect every child that has exited (job children and re-parented orphans)."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self._finished(pid, status, usage)
+
+    def _finished(self, pid: int, status: int, usage: resource.struct_rusage) -> None:
+        child = self.children.pop(pid, None)
+        if child is None:
+            return  # an orphan re-parented to us (we are a subreaper): reaped, done
+        self._cleanup(pid, child)
+        report: dict[str, Any] = {
+            "op": "exit",
+            "id": child["id"],
+            "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_kb": usage.ru_maxrss,
+            "killed": child["killed"],
+        }
+        send_message(self.control, report)
+
+    def _retire_children(self) -> None:
+        """Before a new job: end the previous one for good.
+
+        The parent may finish a job as soon as it has every record and its pipes are closed,
+        a moment before the child is reaped here; a child that closed its pipes and kept running
+        is past its job too. Either way it is killed, reaped and cleaned up now, so that the
+        clean-up can never touch the next job's child.
+        """
+        self._reap()
+        for pid in list(self.children):
+            self.children[pid]["killed"] = True
+            self._kill_group(pid)
+            while True:
+                try:
+                    _, status, usage = os.wait4(pid, 0)
+                    break
+                except InterruptedError:
+                    continue
+            self._finished(pid, status, usage)
+
+    # ----------------------------------------------------------------- children
+    def _spawn(self, message: dict[str, Any], fds: list[int]) -> None:
+        self._retire_children()
+        job_id = int(message["id"])
+        scratch = os.path.join(self.config["scratch_root"], f"job-{job_id}")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.confine_child(fds, scratch, message.get("limits", {}))
+                JobRunner(self.plain_encode, self.plain_error).run()
+            except MemoryError:
+                real_exit(EXIT_RUNNER_MEMORY)
+            except BaseException:  # noqa: BLE001 - a child must never return into the zygote
+                real_exit(EXIT_RUNNER_ERROR)
+            real_exit(0)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = {"id": job_id, "scratch": scratch, "killed": False}
+
+    def confine_child(self, fds: list[int], scratch: str, limits: dict[str, Any]) -> None:
+        """Confine the freshly forked child. Runs before any job data is read."""
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        os.setsid()
+        self.control.detach()  # the descriptor is closed below; the object must not own it
+        high = [_dup_high(fd) for fd in fds]
+        for target, fd in zip((0, RESULT_FD, 1, 2), high):
+            os.dup2(fd, target)
+        os.closerange(RESULT_FD + 1, _max_fd())
+        try:
+            os.mkdir(scratch, 0o700)
+        except FileExistsError:  # left by a worker that died mid-job (bare mode only)
+            _remove_tree(scratch)
+            os.mkdir(scratch, 0o700)
+        if self.uid is not None:
+            os.chown(scratch, self.uid, self.gid if self.gid is not None else self.uid)
+        os.chdir(scratch)
+        self._set_rlimits(limits)
+        if self.uid is not None:
+            os.setgroups([])
+            os.setgid(self.gid if self.gid is not None else self.uid)
+            os.setuid(self.uid)
+        _prctl(self.libc, _PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
+        _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
+        if self.job_filter is not None:
+            self._load_filter(self.job_filter)
+        os.environ.update(HOME=scratch, TMPDIR=scratch, PWD=scratch)  # the rest: configure()
+
+    def _load_filter(self, bpf_filter: tuple[Any, _SockFprog]) -> None:
+        _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
+        rc = self.libc.prctl(
+            ctypes.c_int(_PR_SET_SECCOMP),
+            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+            ctypes.byref(bpf_filter[1]),
+            ctypes.c_ulong(0),
+            ctypes.c_ulong(0),
+        )
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"loading a seccomp filter failed: {os.strerror(err)}")
+
+    def _set_rlimits(self, limits: dict[str, Any]) -> None:
+        cpu = max(1, int(limits.get("cpu_s", 20) + 0.999))
+        pairs = [
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_CORE, 0, 0),
+            (resource.RLIMIT_FSIZE, int(limits.get("file_size_bytes", 16 << 20)), None),
+            (resource.RLIMIT_NOFILE, int(limits.get("open_files", 64)), None),
+        ]
+        memory = int(limits.get("memory_bytes", 1 << 30))
+        if memory > 0:
+            pairs.append((resource.RLIMIT_AS, memory, None))
+        if self.uid is not None:
+            pairs.append((resource.RLIMIT_NPROC, int(limits.get("processes", 16)), None))
+        for which, soft, hard in pairs:
+            resource.setrlimit(which, (soft, soft if hard is None else hard))
+
+    def _kill_group(self, pid: int) -> bool:
+        """SIGKILL the job's process group; False when the group was already empty."""
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+
+    def _cleanup(self, pid: int, child: dict[str, Any]) -> None:
+        """Kill everything the job left behind, then remove its scratch directory."""
+        group_alive = self._kill_group(pid)
+        # With seccomp on, nothing the job starts can leave its group (setsid/setpgid are
+        # denied), so an empty group means nothing is left; otherwise look everywhere.
+        if group_alive or self.job_filter is None:
+            if self.config.get("pid_namespace"):
+                self._kill_namespace()
+            elif self.uid is not None:
+                self._kill_uid()
+            self._reap()  # killed orphans were re-parented to us: collect them before reporting
+        try:
+            os.rmdir(child["scratch"])  # the usual case: the job left its directory empty
+        except FileNotFoundError:
+            pass
+        except OSError:
+            _remove_tree(child["scratch"])
+
+    def _kill_namespace(self) -> None:
+        """Inside our own pid namespace: SIGKILL every process but init and the zygote."""
+        me = os.getpid()
+        for _ in range(50):
+            alive = []
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit() or int(entry) in (1, me):
+                    continue
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as fh:
+                        state = fh.read().rsplit(b")", 1)[1].split()[0]
+                except (OSError, IndexError):
+                    continue
+                if state not in (b"Z", b"X"):
+                    alive.append(int(entry))
+            if not alive:
+                return
+            for pid in alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.001)
+
+    def _kill_uid(self) -> None:
+        """Without a pid namespace: SIGKILL every process of the worker's uid, from that uid."""
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.setuid(self.uid if self.uid is not None else os.getuid())
+                for _ in range(3):
+                    os.kill(-1, signal.SIGKILL)
+            except BaseException:  # noqa: BLE001
+                real_exit(1)
+            real_exit(0)
+        while True:
+            try:
+                os.waitpid(helper, 0)
+                return
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                return
+
+    def _shutdown(self) -> None:
+        for pid, child in list(self.children.items()):
+            self._kill_group(pid)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            self._cleanup(pid, child)
+        self.children.clear()
+
+    # ----------------------------------------------------------------- probe
+    def probe(self) -> dict[str, Any]:
+        """Fork a child confined exactly like a job child and report what it observes."""
+        read_end, write_end = os.pipe()
+        null = os.open(os.devnull, os.O_RDWR)
+        scratch = os.path.join(self.config["scratch_root"], "probe")
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_end)
+                self.confine_child(
+                    [os.dup(null), write_end, os.dup(null), os.dup(null)],
+                    scratch,
+                    self.config.get("probe_limits", {}),
+                )
+                facts = _observe(self.config)
+                real_write(RESULT_FD, json.dumps(facts).encode())
+            except BaseException as exc:  # noqa: BLE001
+                try:
+                    real_write(RESULT_FD, json.dumps({"error": describe_exception(exc)}).encode())
+                except BaseException:  # noqa: BLE001
+                    pass
+                real_exit(EXIT_RUNNER_ERROR)
+            real_exit(0)
+        os.close(write_end)
+        os.close(null)
+        chunks = []
+        while True:
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(read_end)
+        while True:
+            try:
+                os.waitpid(pid, 0)
+                break
+            except InterruptedError:
+                continue
+        self._cleanup(pid, {"scratch": scratch})
+        try:
+            facts = json.loads(b"".join(chunks) or b"{}")
+        except ValueError:
+            facts = {"error": "unreadable probe output"}
+        facts["zygote_notes"] = self.notes
+        facts["unshared"] = self.unshared
+        facts["zygote_rss_kb"] = _rss_kb()
+        return dict(facts)
+
+
+def _dup_high(fd: int) -> int:
+    """Duplicate ``fd`` to a number above the standard ones, then close the original."""
+    new = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return new
+
+
+def _max_fd() -> int:
+    try:
+        return int(os.sysconf("SC_OPEN_MAX"))
+    except (ValueError, OSError):
+        return 65536
+
+
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _reseed() -> None:
+    module = sys.modules.get("random")
+    if module is not None:
+        module.seed(0)
+
+
+def _rss_kb() -> int:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _observe(config: dict[str, Any]) -> dict[str, Any]:
+    """Facts a confined child can see about itself (the probe's payload)."""
+    facts: dict[str, Any] = {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "own_session": os.getsid(0) == os.getpid() and os.getpgid(0) == os.getpid(),
+        "rlimits": {
+            name: list(resource.getrlimit(getattr(resource, name)))
+            for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE")
+        },
+        "namespaces": {name: _ns_inode(name) for name in _NAMESPACES},
+        "env_keys": sorted(os.environ),
+        "visible": [p for p in config.get("canaries", []) if os.path.lexists(p)],
+        "cwd": os.getcwd(),
+        "stdlib_readable": os.access(os.path.dirname(os.__file__), os.R_OK | os.X_OK),
+    }
+    status = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            status[key] = value.strip()
+    facts["seccomp_mode"] = status.get("Seccomp", "0")
+    facts["no_new_privs"] = status.get("NoNewPrivs", "0")
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.close()
+        facts["inet_socket"] = "created"
+    except OSError as exc:
+        facts["inet_socket"] = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    try:
+        with open("/proc/net/dev") as fh:
+            lines = fh.read().splitlines()[2:]
+        facts["interfaces"] = sorted(line.split(":")[0].strip() for line in lines)
+    except OSError:
+        facts["interfaces"] = None
+    writable = []
+    for directory in dict.fromkeys(["/", "/tmp", "/dev/shm", *config.get("writable_canaries", [])]):
+        target = os.path.join(directory, f".codea1-probe-{os.getpid()}")
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError:
+            continue
+        os.close(fd)
+        os.unlink(target)
+        writable.append(directory)
+    facts["writable_outside_scratch"] = writable
+    try:
+        fd = os.open("probe-file", os.O_WRONLY | os.O_CREAT, 0o600)
+        os.close(fd)
+        facts["scratch_writable"] = True
+    except OSError:
+        facts["scratch_writable"] = False
+    facts["stdin_empty"] = os.read(0, 1) == b""
+    return facts

@@ -1,0 +1,459 @@
+"""The local sandbox backend: interface, statuses, stdio mode, parallelism, isolation, leftovers."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+
+import pytest
+
+from codea1_env.plain import values_equal
+from codea1_env.sandbox.base import (
+    CallStatus,
+    IsolationReport,
+    Job,
+    JobResult,
+    Limits,
+    Sandbox,
+    SandboxUnavailable,
+)
+from codea1_env.sandbox.confinement import bwrap_path
+from codea1_env.sandbox.driver import MAX_TIMEOUTS_PER_JOB
+from codea1_env.sandbox.factory import make_sandbox
+from codea1_env.sandbox.layers import DEFAULT_REQUIRED_LAYERS, LAYERS, REQUIRE_ENV
+from codea1_env.sandbox.local import LocalSandbox
+
+FAST = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=2.0, memory_mb=256)
+IS_ROOT = os.geteuid() == 0
+HAS_BWRAP = bwrap_path() is not None
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    with LocalSandbox(workers=2) as box:
+        yield box
+
+
+def run_one(box: Sandbox, program: str, *calls: str, limits: Limits = FAST) -> JobResult:
+    [result] = box.run([Job(program, calls=tuple(calls), limits=limits)])
+    return result
+
+
+def statuses(result: JobResult) -> list[CallStatus]:
+    return [call.status for call in result.calls]
+
+
+def processes_of(uids: tuple[int, ...]) -> list[int]:
+    """Host pids of live (not zombie) processes whose real uid is one of ``uids``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as fh:
+                status = fh.read()
+        except OSError:
+            continue
+        uid = int(status.split("Uid:")[1].split()[0])
+        if uid in uids and status.split("State:")[1].split()[0] not in ("Z", "X"):
+            found.append(int(entry))
+    return found
+
+
+# --------------------------------------------------------------------------- interface
+
+
+def test_backend_satisfies_the_protocol(sandbox: LocalSandbox) -> None:
+    assert isinstance(sandbox, Sandbox)
+    assert sandbox.run([]) == []
+    assert sandbox.workers == 2
+
+
+def test_plain_values_round_trip_with_exact_types(sandbox: LocalSandbox) -> None:
+    program = "def f(kind):\n    return VALUES[kind]\nVALUES = " + repr(
+        {
+            "int": 10**30,
+            "float": 0.1,
+            "str": "héllo\n\x00",
+            "bytes": b"\x00\xff",
+            "bool": True,
+            "none": None,
+            "list": [1, [2, (3,)]],
+            "tuple": (1, "a"),
+            "dict": {1: "a", (2, 3): [4]},
+            "set": {1, 2},
+            "frozenset": frozenset({"x"}),
+            "complex": 1 + 2j,
+        }
+    )
+    kinds = ["int", "float", "str", "bytes", "bool", "none", "list", "tuple", "dict", "set"]
+    kinds += ["frozenset", "complex"]
+    result = run_one(sandbox, program, *(f"f({k!r})" for k in kinds), "float('nan')")
+    assert all(call.ok for call in result.calls), result
+    expected = eval(program.split("VALUES = ", 1)[1])  # noqa: S307 - our own literal
+    for kind, call in zip(kinds, result.calls):
+        assert values_equal(call.value, expected[kind]), kind
+        assert type(call.value) is type(expected[kind])
+    assert math.isnan(result.calls[-1].value)
+
+
+def test_job_tag_stdout_stderr_and_timings_come_back(sandbox: LocalSandbox) -> None:
+    program = "import sys, time\nprint('top')\ndef f(t):\n    time.sleep(t)\n    print('out', t)\n"
+    program += "    print('err', file=sys.stderr)\n    return t\n"
+    [result] = sandbox.run([Job(program, calls=("f(0.2)", "f(0)"), limits=FAST, tag="job-7")])
+    assert result.tag == "job-7"
+    assert result.stdout == "top\nout 0.2\nout 0\n"
+    assert result.stderr == "err\nerr\n"
+    # durations are measured by the trusted parent between records: approximate
+    assert result.calls[0].duration_s >= 0.15
+    assert result.calls[1].duration_s < result.calls[0].duration_s
+    assert result.wall_s >= 0.2
+
+
+# --------------------------------------------------------------------------- statuses
+
+STATUS_CASES = [
+    ("def f(): return 1 // 0", "f()", CallStatus.EXCEPTION, "ZeroDivisionError"),
+    ("def f():\n    while True: pass", "f()", CallStatus.TIMEOUT, "wall-clock"),
+    ("import time\ndef f(): time.sleep(5)", "f()", CallStatus.TIMEOUT, "wall-clock"),
+    ("def f(): return bytearray(10**9)", "f()", CallStatus.MEMORY, "MemoryError"),
+    ("import os, signal\ndef f(): os.kill(os.getpid(), signal.SIGSEGV)", "f()", "crash", "SIGSEGV"),
+    ("import os\ndef f(): os._exit(0)", "f()", CallStatus.EARLY_EXIT, "code 0"),
+    ("import sys\ndef f(): sys.exit(0)", "f()", CallStatus.EARLY_EXIT, "SystemExit"),
+    ("def f(): exit(3)", "f()", CallStatus.EARLY_EXIT, "SystemExit: 3"),
+    ("class I(int): pass\ndef f(): return I(3)", "f()", CallStatus.NOT_PLAIN, "type I"),
+    ("class E:\n    def __eq__(s, o): return True\ndef f(): return E()", "f()", "not_plain", "E"),
+    ("def f(): return (x for x in [])", "f()", CallStatus.NOT_PLAIN, "generator"),
+    ("def f(): return [f]", "f()", CallStatus.NOT_PLAIN, "function"),
+    ("def f(): return 1", "f(", CallStatus.EXCEPTION, "SyntaxError"),
+    ("def f(): return 1", "g()", CallStatus.EXCEPTION, "NameError: name 'g'"),
+    ("def f(): return 10 ** 5000", "f()", CallStatus.NOT_PLAIN, "digits"),
+]
+
+
+@pytest.mark.parametrize(("program", "call", "status", "error"), STATUS_CASES)
+def test_each_call_outcome_has_its_status(
+    sandbox: LocalSandbox, program: str, call: str, status: str, error: str
+) -> None:
+    result = run_one(sandbox, program, call, "1 + 1")
+    assert result.setup_status is CallStatus.OK
+    first, second = result.calls
+    assert first.status is CallStatus(status), first
+    assert error in first.error
+    assert first.value is None
+    assert second.status is CallStatus.OK and second.value == 2  # the next call is unaffected
+
+
+def test_too_large_value_is_not_plain(sandbox: LocalSandbox) -> None:
+    limits = Limits(max_value_bytes=1000)
+    result = run_one(sandbox, "def f(n): return 'x' * n", "f(10)", "f(5000)", limits=limits)
+    assert statuses(result) == [CallStatus.OK, CallStatus.NOT_PLAIN]
+    assert "exceeds" in result.calls[1].error
+
+
+def test_cpu_limit_counts_as_timeout(sandbox: LocalSandbox) -> None:
+    limits = Limits(call_timeout_s=30.0, cpu_time_s=1.0)
+    program = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+    program += "def f():\n    while True: pass\n"
+    started = time.monotonic()
+    result = run_one(sandbox, program, "f()", limits=limits)
+    assert statuses(result) == [CallStatus.TIMEOUT]
+    assert "CPU" in result.calls[0].error
+    assert time.monotonic() - started < 25.0  # the wall clock did not fire first
+
+
+def test_calls_after_a_death_run_in_a_fresh_child(sandbox: LocalSandbox) -> None:
+    program = "import os\nSTATE = []\ndef f(x):\n    STATE.append(x)\n    return len(STATE)\n"
+    program += "def die(): os._exit(7)\n"
+    result = run_one(sandbox, program, "f(1)", "f(2)", "die()", "f(3)", "die()", "f(4)")
+    assert statuses(result) == [
+        CallStatus.OK,
+        CallStatus.OK,
+        CallStatus.EARLY_EXIT,
+        CallStatus.OK,
+        CallStatus.EARLY_EXIT,
+        CallStatus.OK,
+    ]
+    assert [c.value for c in result.calls] == [1, 2, None, 1, None, 1]  # fresh setup each time
+    assert "code 7" in result.calls[2].error
+    assert result.events["child_runs"] == 3
+
+
+def test_after_three_timeouts_the_rest_is_not_run(sandbox: LocalSandbox) -> None:
+    program = "import time\ndef f(): time.sleep(10)\n"
+    started = time.monotonic()
+    result = run_one(sandbox, program, *["f()"] * 6)
+    assert statuses(result) == [CallStatus.TIMEOUT] * 6
+    assert all("not run" in c.error for c in result.calls[MAX_TIMEOUTS_PER_JOB:])
+    assert result.events["killed_by_timer"] == MAX_TIMEOUTS_PER_JOB
+    assert result.events["calls_timeout"] == 6
+    assert time.monotonic() - started < MAX_TIMEOUTS_PER_JOB * 0.5 + 1.5
+
+
+@pytest.mark.parametrize(
+    ("program", "setup_status", "error"),
+    [
+        ("def f(:\n", CallStatus.EXCEPTION, "SyntaxError"),
+        ("raise ValueError('boom')", CallStatus.EXCEPTION, "ValueError: boom"),
+        ("import sys\nsys.exit(0)", CallStatus.EARLY_EXIT, "SystemExit"),
+        ("import os\nos._exit(0)", CallStatus.EARLY_EXIT, "code 0"),
+        ("while True: pass", CallStatus.TIMEOUT, "wall-clock"),
+        ("x = bytearray(10**9)", CallStatus.MEMORY, "MemoryError"),
+    ],
+)
+def test_setup_failure_fails_every_call(
+    sandbox: LocalSandbox, program: str, setup_status: CallStatus, error: str
+) -> None:
+    limits = Limits(setup_timeout_s=0.5, memory_mb=256)
+    result = run_one(sandbox, program, "1", "2", limits=limits)
+    assert not result.compiled
+    assert result.setup_status is setup_status
+    assert error in result.setup_error
+    assert statuses(result) == [CallStatus.SETUP_FAILED] * 2
+    assert all(error in c.error for c in result.calls)
+
+
+def test_job_without_calls_reports_whether_the_program_runs(sandbox: LocalSandbox) -> None:
+    good, bad = sandbox.run([Job("x = 1"), Job("x = (")])
+    assert good.calls == () and good.compiled
+    assert bad.calls == () and bad.setup_status is CallStatus.EXCEPTION
+
+
+# --------------------------------------------------------------------------- stdio mode
+
+STDIO = "import sys\nnums = [int(t) for t in sys.stdin.read().split()]\nprint(sum(nums))\n"
+
+
+def test_stdio_mode_feeds_stdin_and_returns_stdout(sandbox: LocalSandbox) -> None:
+    big = " ".join(["1"] * 100_000)  # larger than a pipe buffer
+    [result] = sandbox.run([Job(STDIO, stdin_inputs=("1 2 3", "", big), limits=FAST)])
+    assert [c.value for c in result.calls] == ["6\n", "0\n", "100000\n"]
+    assert result.events["child_runs"] == 3
+
+
+@pytest.mark.parametrize(
+    ("program", "status", "value"),
+    [
+        ("print('a')\nexit(0)", CallStatus.OK, "a\n"),
+        ("import sys\nprint('a')\nsys.stdout.flush()\nimport os\nos._exit(0)", "ok", "a\n"),
+        ("import sys\nsys.exit(3)", CallStatus.EARLY_EXIT, None),
+        ("import os\nos._exit(4)", CallStatus.EARLY_EXIT, None),
+        ("raise KeyError('k')", CallStatus.EXCEPTION, None),
+        ("while True: pass", CallStatus.TIMEOUT, None),
+        ("print('x' * 5000)", CallStatus.NOT_PLAIN, None),
+        ("if __name__ == '__main__':\n    print(__name__)", CallStatus.OK, "__main__\n"),
+    ],
+)
+def test_stdio_outcomes(sandbox: LocalSandbox, program: str, status: str, value: str) -> None:
+    limits = Limits(call_timeout_s=0.5, max_value_bytes=1000)
+    [result] = sandbox.run([Job(program, stdin_inputs=("",), limits=limits)])
+    assert result.calls[0].status is CallStatus(status), result
+    assert result.calls[0].value == value
+
+
+def test_stdio_syntax_error_fails_all_inputs(sandbox: LocalSandbox) -> None:
+    [result] = sandbox.run([Job("print(", stdin_inputs=("a", "b"), limits=FAST)])
+    assert result.setup_status is CallStatus.EXCEPTION
+    assert statuses(result) == [CallStatus.SETUP_FAILED] * 2
+
+
+# --------------------------------------------------------------------------- parallelism
+
+
+def test_batch_runs_on_all_workers_in_parallel(sandbox: LocalSandbox) -> None:
+    program = "import os, time\ndef f():\n    time.sleep(0.4)\n    return os.getuid()\n"
+    jobs = [Job(program, calls=("f()",), limits=FAST)] * 4
+    started = time.monotonic()
+    results = sandbox.run(jobs)
+    elapsed = time.monotonic() - started
+    assert all(r.calls[0].ok for r in results)
+    assert elapsed < 1.45, f"4 x 0.4 s on 2 workers took {elapsed:.2f} s"
+    if IS_ROOT:
+        assert {r.calls[0].value for r in results} == set(sandbox.uids)
+        assert len(sandbox.uids) == 2 and min(sandbox.uids) >= 60000
+
+
+def test_results_keep_job_order(sandbox: LocalSandbox) -> None:
+    jobs = [
+        Job(f"import time\ndef f(): time.sleep({0.05 * (i % 3)}); return {i}", ("f()",))
+        for i in range(9)
+    ]
+    assert [r.calls[0].value for r in sandbox.run(jobs)] == list(range(9))
+
+
+def test_hash_seed_is_the_same_on_every_worker(sandbox: LocalSandbox) -> None:
+    program = "def f(): return list({'alpha', 'beta', 'gamma', 'delta', 'eps', 'zeta'})"
+    values = {tuple(r.calls[0].value) for r in sandbox.run([Job(program, ("f()",))] * 6)}
+    assert len(values) == 1
+
+
+# --------------------------------------------------------------------------- isolation report
+
+
+def test_isolation_report_names_every_layer(sandbox: LocalSandbox) -> None:
+    report = sandbox.isolation()
+    assert isinstance(report, IsolationReport)
+    assert set(report.layers) == set(LAYERS)
+    assert report.missing(DEFAULT_REQUIRED_LAYERS) == []
+    assert "local" in str(report)
+
+
+@pytest.mark.skipif(not (HAS_BWRAP and IS_ROOT), reason="needs bubblewrap and root")
+def test_every_layer_is_active_under_bubblewrap_as_root(sandbox: LocalSandbox) -> None:
+    report = sandbox.isolation()
+    assert report.backend == "local/bwrap"
+    assert report.missing(list(LAYERS)) == [], report.notes
+
+
+def test_refuses_to_start_without_a_required_layer() -> None:
+    with pytest.raises(SandboxUnavailable) as info:
+        LocalSandbox(workers=1, confinement="none", require=("net_namespace",))
+    message = str(info.value)
+    assert "net_namespace" in message
+    assert "require=()" in message and REQUIRE_ENV in message
+
+
+def test_opt_out_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(REQUIRE_ENV, "none")
+    with LocalSandbox(workers=1, confinement="none") as box:
+        assert box.required == ()
+        report = box.isolation()
+        assert not report.layers["filesystem_view"] and not report.layers["net_namespace"]
+        assert report.layers["seccomp"] and report.layers["rlimits"]
+        result = run_one(box, "def f(x): return x * 2", "f(21)")
+        assert result.calls[0].value == 42
+
+
+def test_unknown_layer_names_are_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="unknown isolation layer"):
+        LocalSandbox(workers=1, require=("tin_foil",))
+    monkeypatch.setenv(REQUIRE_ENV, "rlimits,warp_field")
+    with pytest.raises(ValueError, match="warp_field"):
+        LocalSandbox(workers=1)
+
+
+# --------------------------------------------------------------------------- leftovers
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="processes are attributed by uid, which needs root")
+def test_no_leftover_processes_after_a_job(sandbox: LocalSandbox) -> None:
+    idle = len(sandbox.worker_pids())
+    program = "import os, time, threading\ndef f():\n    for _ in range(3):\n"
+    program += "        if os.fork() == 0:\n            time.sleep(60)\n            os._exit(0)\n"
+    program += "    threading.Thread(target=time.sleep, args=(60,)).start()\n    return 1\n"
+    for results in (
+        sandbox.run([Job(program, ("f()",))]),
+        sandbox.run([Job(program, ("f()",))] * 5),
+    ):
+        assert all(r.calls[0].ok for r in results)
+        # checked at once: run() returns only after the zygotes cleaned up
+        assert processes_of(sandbox.uids) == []
+        assert len(sandbox.worker_pids()) == idle
+
+
+def test_no_leftover_files_between_jobs(sandbox: LocalSandbox) -> None:
+    writer = "import os\ndef f():\n    open('a.txt', 'w').write('x')\n    os.mkdir('d')\n"
+    writer += "    open('d/b', 'w').write('y')\n    return os.getcwd()\n"
+    written = [r.calls[0].value for r in sandbox.run([Job(writer, ("f()",))] * 2)]
+    assert all(isinstance(path, str) for path in written)
+    # (job directory names repeat across workers: look for the files, not the directory)
+    checker = "import os\ndef f(paths): return [os.path.lexists(p + '/a.txt') for p in paths]"
+    for result in sandbox.run([Job(checker, (f"f({written!r})",))] * 4):
+        assert result.calls[0].value == [False, False]
+
+
+def test_no_leftover_descriptors_in_the_parent(sandbox: LocalSandbox) -> None:
+    jobs = [Job("def f(): print('x'); return 1", ("f()", "f(")), Job("x", stdin_inputs=("",))]
+    sandbox.run(jobs)
+    before = sorted(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        sandbox.run(jobs * 3)
+    assert sorted(os.listdir("/proc/self/fd")) == before
+
+
+@pytest.mark.parametrize("confinement", ["auto", "none"])
+def test_close_removes_everything_and_is_idempotent(confinement: str) -> None:
+    box = LocalSandbox(workers=1, confinement=confinement, require=())
+    pids, scratch = box.worker_pids(), box.scratch_root
+    assert (scratch is None) == (box.isolation().backend == "local/bwrap")
+    if scratch is not None:
+        assert os.path.isdir(scratch)
+    box.close()
+    box.close()
+    assert scratch is None or not os.path.exists(scratch)
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie(pid)
+    with pytest.raises(SandboxUnavailable, match="closed"):
+        box.run([Job("x = 1")])
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except OSError:
+        return True
+
+
+def test_server_memory_is_small(sandbox: LocalSandbox) -> None:
+    assert all(0 < kb < 60 * 1024 for kb in sandbox.server_rss_kb())
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+def test_a_killed_worker_is_restarted() -> None:
+    with LocalSandbox(workers=1) as box:
+        for pid in box.worker_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # gone with its parent
+        time.sleep(0.1)
+        result = run_one(box, "def f(): return 5", "f()")
+        assert result.calls[0].value == 5
+
+
+@pytest.mark.parametrize(
+    ("jobs", "error"),
+    [
+        (Job("x"), TypeError),
+        (["x"], TypeError),
+        ([Job("x", calls=(1,))], TypeError),  # type: ignore[arg-type]
+        ([Job(b"x")], TypeError),  # type: ignore[arg-type]
+        ([Job("x", calls=("1",), stdin_inputs=("",))], ValueError),
+        ([Job("x", limits=Limits(call_timeout_s=0))], ValueError),
+        ([Job("x", limits=Limits(max_processes=0))], ValueError),
+    ],
+)
+def test_malformed_jobs_are_rejected_before_running(
+    sandbox: LocalSandbox, jobs: object, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        sandbox.run(jobs)  # type: ignore[arg-type]
+
+
+def test_python_paths_make_extra_modules_importable(tmp_path) -> None:
+    (tmp_path / "helper_mod.py").write_text("def triple(x):\n    return 3 * x\n")
+    os.chmod(tmp_path, 0o755)
+    with LocalSandbox(workers=1, python_paths=[str(tmp_path)]) as box:
+        result = run_one(box, "from helper_mod import triple\ndef f(x): return triple(x)", "f(5)")
+        assert result.calls[0].value == 15, result
+
+
+def test_bad_constructor_arguments() -> None:
+    with pytest.raises(ValueError, match="workers"):
+        LocalSandbox(workers=0)
+    with pytest.raises(ValueError, match="confinement"):
+        LocalSandbox(workers=1, confinement="chroot")
+    with pytest.raises(ValueError, match="python_paths"):
+        LocalSandbox(workers=1, python_paths=["/no/such/dir"])
+
+
+def test_make_sandbox_builds_backends_by_name() -> None:
+    with make_sandbox("local", workers=1) as box:
+        assert isinstance(box, LocalSandbox)
+    with pytest.raises(ValueError, match="unknown sandbox backend"):
+        make_sandbox("ray-tracing")
