@@ -26,6 +26,7 @@ One judgement, step by step (Code-A1 semantics, see DESIGN.md):
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import threading
 import time
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codea1_env import plain
+from codea1_env.arguments import MISSING, arguments_expression, literal_call, literal_value
 from codea1_env.mistake_book import BookEntry, InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import IOPair, Problem
 from codea1_env.quality import PassHistory, trivial_reason
@@ -148,7 +150,8 @@ class _Parsed:
     cases: list[TestCase | IOPair]
     rejected: list[tuple[int, str, str]]
     reason: str
-    trivial: list[tuple[int, str, str]] = field(default_factory=list)
+    discarded: list[tuple[int, str, str]] = field(default_factory=list)
+    """Tests removed before grading (trivial, or arguments that do not evaluate): invalid."""
 
 
 @dataclass
@@ -161,6 +164,8 @@ class _Plan:
     suites: list[list[_Parsed]]
     book: list[BookEntry]
     gt_cases: list[TestCase | IOPair]
+    # expected-expression source -> (evaluated?, plain value), for non-literal expectations
+    expected_values: dict[str, tuple[bool, Any]] = field(default_factory=dict)
     # keys of the GT job calls -> result (filled after the sandbox run)
     gt_needed: dict[str, str] = field(default_factory=dict)
     # per candidate: the ordered distinct calls and their job index in the batch
@@ -260,6 +265,7 @@ class Referee:
     ) -> list[Judgement]:
         """Score several problems with one sandbox call (see :meth:`judge`)."""
         plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
+        inputs_seconds = self._materialize(plans)
         jobs: list[Job] = []
         gt_slots: list[tuple[str, list[str], int]] = []  # (program, keys, job index)
         gt_seen: set[tuple[str, str]] = set()
@@ -268,7 +274,7 @@ class Referee:
             self._add_candidate_jobs(plan, jobs)
         started = time.perf_counter()
         results = self.sandbox.run(jobs) if jobs else []
-        elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started + inputs_seconds
         with self._lock:
             self.stats["sandbox_seconds"] += elapsed
             self.stats["jobs"] += len(jobs)
@@ -384,7 +390,7 @@ class Referee:
             ):
                 reason = "always_passes"
             if reason:
-                suite.trivial.append((case.line, f"trivial:{reason}", case.source[:200]))
+                suite.discarded.append((case.line, f"trivial:{reason}", case.source[:200]))
             else:
                 kept.append(case)
         suite.cases = kept
@@ -400,6 +406,71 @@ class Referee:
         tests = parse_tests(text, problem.entry_point, max_cases=max_cases)
         rejected = [(r.line, r.reason, r.source) for r in tests.rejected]
         return _Parsed(text, list(tests.cases), rejected, tests.reason)
+
+    def _materialize(self, plans: Sequence[_Plan]) -> float:
+        """Turn every generated call into a call on literal arguments (see :mod:`.arguments`).
+
+        Non-literal arguments and expectations are evaluated in one sandbox call with no program
+        loaded; calls whose arguments fail or are not plain data are discarded as invalid
+        (``bad_arguments``). Returns the seconds spent in the sandbox.
+        """
+        expressions: dict[str, None] = {}
+        arg_exprs: dict[str, str | None] = {}
+        for plan in plans:
+            for row in plan.suites:
+                for suite in row:
+                    for case in suite.cases:
+                        if not isinstance(case, TestCase):
+                            continue
+                        expr = arg_exprs.setdefault(case.call, arguments_expression(case.call))
+                        if expr is not None:
+                            expressions[expr] = None
+                        if literal_value(case.expected) is MISSING:
+                            expressions[case.expected] = None
+        if not expressions:
+            return 0.0
+        keys = list(expressions)
+        jobs = [
+            _job("", keys[i : i + _CALLS_PER_JOB], False, self.limits, "inputs")
+            for i in range(0, len(keys), _CALLS_PER_JOB)
+        ]
+        started = time.perf_counter()
+        results = self.sandbox.run(jobs)
+        elapsed = time.perf_counter() - started
+        values = {
+            key: call
+            for job, result in zip(jobs, results)
+            for key, call in zip(job.calls, result.calls)
+        }
+        for plan in plans:
+            entry = plan.problem.entry_point
+            for row in plan.suites:
+                for suite in row:
+                    kept: list[TestCase | IOPair] = []
+                    for case in suite.cases:
+                        if not isinstance(case, TestCase):
+                            kept.append(case)
+                            continue
+                        expr = arg_exprs.get(case.call)
+                        if expr is not None:
+                            outcome = values[expr]
+                            call = literal_call(entry, outcome.value) if outcome.ok else None
+                            if call is None:
+                                reason = outcome.error or outcome.status.value
+                                suite.discarded.append(
+                                    (case.line, f"bad_arguments: {reason[:120]}", case.source[:200])
+                                )
+                                continue
+                            case = dataclasses.replace(case, call=call)
+                        if case.expected in values:
+                            outcome = values[case.expected]
+                            plan.expected_values[case.expected] = (
+                                outcome.ok,
+                                outcome.value if outcome.ok else None,
+                            )
+                        kept.append(case)
+                    suite.cases = kept
+        return elapsed
 
     def _add_gt_jobs(
         self,
@@ -508,13 +579,15 @@ class Referee:
             row: list[SuiteVerdict] = []
             gen_rates: list[float | None] = []
             for suite in plan.suites[index]:
-                grading, verdicts = self._grade(suite, gt, outcome, passed, stdio, config.k)
+                grading, verdicts = self._grade(
+                    suite, gt, outcome, passed, stdio, config.k, plan.expected_values
+                )
                 gen_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
                 gen_rates.append(gen_rate)
                 gen_failures = sum(v.valid and not v.passed for v in verdicts)
                 tester = tester_reward(
                     n_valid=grading.n_valid if grading else 0,
-                    n_invalid=(grading.n_invalid if grading else 0) + len(suite.trivial),
+                    n_invalid=(grading.n_invalid if grading else 0) + len(suite.discarded),
                     gen_failures=gen_failures,
                     mb_failures=mb_fail if mb_total else None,
                     mb_total=mb_total or None,
@@ -543,7 +616,7 @@ class Referee:
                     SuiteVerdict(
                         grading=grading,
                         verdicts=verdicts,
-                        rejected=tuple(suite.rejected) + tuple(suite.trivial) + dropped,
+                        rejected=tuple(suite.rejected) + tuple(suite.discarded) + dropped,
                         parse_reason=suite.reason,
                         coder_pair_reward=pair,
                         tester=tester,
@@ -570,7 +643,7 @@ class Referee:
         )
         judgement.metrics.update(_metrics(judgement))
         judgement.metrics["quality/trivial_tests"] = float(
-            sum(len(suite.trivial) for row in plan.suites for suite in row)
+            sum(len(suite.discarded) for row in plan.suites for suite in row)
         )
         judgement.metrics["coder/syntax_errors"] = float(
             sum(error.startswith("syntax_error") for error in plan.program_errors)
@@ -585,6 +658,7 @@ class Referee:
         passed: Any,
         stdio: bool,
         k: int,
+        expected_values: dict[str, tuple[bool, Any]],
     ) -> tuple[SuiteGrading | None, tuple[TestVerdict, ...]]:
         if not suite.cases:
             return None, ()
@@ -596,7 +670,7 @@ class Referee:
             reference = gt(_call_key(case))
             gt_ok.append(bool(reference is not None and reference.ok))
             gt_values.append(_norm(reference.value, stdio) if reference and reference.ok else None)
-            ok, value = self._expected(case, gt, stdio)
+            ok, value = _expected(case, expected_values)
             exp_ok.append(ok)
             exp_values.append(value)
         grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, k)
@@ -613,17 +687,6 @@ class Referee:
             for t in grading.tests
         )
         return grading, verdicts
-
-    def _expected(self, case: TestCase | IOPair, gt: Any, stdio: bool) -> tuple[bool, Any]:
-        if isinstance(case, IOPair):
-            return True, _norm(case.output, True)
-        literal = _literal(case.expected)
-        if literal is not _MISSING:
-            return True, literal
-        reference = gt(_expected_key(case))
-        if reference is None or not reference.ok:
-            return False, None
-        return True, reference.value
 
     # ------------------------------------------------------------------ mistake book
     def _update_book(self, plan: _Plan, judgement: Judgement) -> None:
@@ -662,9 +725,6 @@ class Referee:
             self._gt_cache.popitem(last=False)
 
 
-_MISSING = object()
-
-
 def _digest(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -689,16 +749,18 @@ def _call_key(case: TestCase | IOPair) -> str:
     return case.input if isinstance(case, IOPair) else case.call
 
 
-def _expected_key(case: TestCase) -> str:
-    return case.expected
+def _expected(case: TestCase | IOPair, evaluated: dict[str, tuple[bool, Any]]) -> tuple[bool, Any]:
+    """Whether the tester's expectation evaluated to a plain value, and that value."""
+    if isinstance(case, IOPair):
+        return True, _norm(case.output, True)
+    literal = literal_value(case.expected)
+    if literal is not MISSING:
+        return True, literal
+    return evaluated.get(case.expected, (False, None))
 
 
 def _gt_keys(case: TestCase | IOPair) -> Iterable[str | None]:
-    if isinstance(case, IOPair):
-        return (case.input,)
-    if _literal(case.expected) is _MISSING:
-        return (case.call, case.expected)
-    return (case.call,)
+    return (_call_key(case),)
 
 
 def _all_cases(plan: _Plan) -> Iterable[TestCase | IOPair]:
@@ -706,17 +768,6 @@ def _all_cases(plan: _Plan) -> Iterable[TestCase | IOPair]:
         for suite in row:
             yield from suite.cases
     yield from plan.gt_cases
-
-
-def _literal(source: str) -> Any:
-    """The value of ``source`` when it is a plain literal, else ``_MISSING`` (no code runs)."""
-    if len(source) > 10_000:
-        return _MISSING
-    try:
-        value = ast.literal_eval(source)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _MISSING
-    return value if plain.is_plain(value) else _MISSING
 
 
 def _job(program: str, keys: list[str], stdio: bool, limits: Limits, tag: str) -> Job:

@@ -172,3 +172,23 @@ def test_stdio_problem(sandbox):
     assert [t.status for t in grading.tests] == ["valid", "invalid_kept"]
     assert [v.passed for v in j.suites[0][0].verdicts] == [False, True]
     assert j.gt_pass_rates[0] == pytest.approx(0.5)
+
+
+def test_arguments_are_evaluated_once_without_the_program(referee):
+    # Non-literal arguments become literals, so the GT and the candidate get the same input.
+    j = referee.judge(THRESHOLD, [GT], [["assert f(sum([5] * 2)) == 0"]], update_book=False)
+    assert j.suites[0][0].verdicts[0].test == "assert f(10) == 0"
+    # An argument that inspects the program under test cannot see it (no program is loaded
+    # where arguments are evaluated), so it cannot make GT and candidate inputs differ.
+    spy = "assert f(10 if '>=' in __import__('inspect').getsource(f) else 11) == 0"
+    j = referee.judge(THRESHOLD, [BUGGY], [[spy]], update_book=False)
+    sv = j.suites[0][0]
+    assert sv.grading is None
+    assert any(reason.startswith("bad_arguments") for _, reason, _ in sv.rejected)
+    assert j.tester_details[0][0].r_val == 0.0  # counted invalid
+
+
+def test_non_literal_expectation_is_evaluated_in_the_sandbox(referee):
+    j = referee.judge(THRESHOLD, [GT], [["assert f(11) == int('1')"]], update_book=False)
+    grading = j.suites[0][0].grading
+    assert grading is not None and grading.n_valid == 1

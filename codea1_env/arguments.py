@@ -1,0 +1,88 @@
+"""Test inputs as values: every generated call is run on literal arguments.
+
+A tester's call ``f([0] * 100, n=len("abc"))`` is an expression. Evaluated inside the program
+under test, its arguments could look at that program (``inspect``, ``globals()``) and differ
+between the GT run and the candidate run, so the GT would vouch for an input the candidate never
+received. The referee therefore evaluates non-literal arguments (and expected values) *once*, in a
+sandboxed job with no program loaded, receives them as plain data, and rewrites each call with
+literal arguments: ``f([0, 0, ...], n=3)``. The GT and every candidate then get the same inputs.
+
+Pure functions; the sandbox run is the referee's.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from codea1_env import plain
+
+__all__ = ["MISSING", "arguments_expression", "literal_call", "literal_value"]
+
+MISSING: Any = object()
+"""Returned by :func:`literal_value` for a source that is not a plain literal."""
+
+_MAX_LITERAL_CHARS = 10_000
+
+
+def literal_value(source: str) -> Any:
+    """The value of ``source`` when it is a plain literal (no code runs), else :data:`MISSING`."""
+    if len(source) > _MAX_LITERAL_CHARS:
+        return MISSING
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return MISSING
+    return value if plain.is_plain(value) else MISSING
+
+
+def _call_node(call_source: str) -> ast.Call | None:
+    try:
+        node = ast.parse(call_source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return node if isinstance(node, ast.Call) else None
+
+
+def arguments_expression(call_source: str) -> str | None:
+    """An expression that evaluates a call's arguments to ``((args...), {kwargs})``.
+
+    Returns None when every argument is already a plain literal (nothing needs running), and
+    also when ``call_source`` is not a call (the parser never produces that).
+    """
+    call = _call_node(call_source)
+    if call is None:
+        return None
+    literal = all(
+        not isinstance(a, ast.Starred) and literal_value(ast.unparse(a)) is not MISSING
+        for a in call.args
+    ) and all(
+        k.arg is not None and literal_value(ast.unparse(k.value)) is not MISSING
+        for k in call.keywords
+    )
+    if literal:
+        return None
+    args = ast.Tuple(elts=list(call.args), ctx=ast.Load())
+    kwargs = ast.Dict(
+        keys=[ast.Constant(k.arg) if k.arg is not None else None for k in call.keywords],
+        values=[k.value for k in call.keywords],
+    )
+    return ast.unparse(ast.Tuple(elts=[args, kwargs], ctx=ast.Load()))
+
+
+def literal_call(entry_point: str, value: Any) -> str | None:
+    """Rebuild a call with literal arguments from an evaluated ``((args...), {kwargs})``.
+
+    Returns None when ``value`` does not have that shape (or a keyword is not an identifier).
+    """
+    if type(value) is not tuple or len(value) != 2:
+        return None
+    args, kwargs = value
+    if type(args) is not tuple or type(kwargs) is not dict:
+        return None
+    parts = [plain.to_source(a) for a in args]
+    for key, item in kwargs.items():
+        if type(key) is not str or not key.isidentifier():
+            return None
+        parts.append(f"{key}={plain.to_source(item)}")
+    return f"{entry_point}({', '.join(parts)})"
