@@ -4,6 +4,8 @@ Subcommands:
 
 * ``codea1 train``: the self-play GRPO trainer (``--preset tiny`` runs on a CPU in minutes).
 * ``codea1 duel``: scripted players duel on the built-in problems; a table of rewards and verdicts.
+* ``codea1 eval``: code metrics (pass@k, avg@k) and test metrics (validity, mut@k, ...) per policy.
+* ``codea1 report RUN_DIR``: PNG plots and one self-contained HTML page for a training run.
 
 Each subcommand lives in its own module and is imported only when it runs.
 """
@@ -20,6 +22,11 @@ __all__ = ["build_parser", "main"]
 _COMMANDS = {
     "train": ("agents.train_cli", "train both models with Code-A1 self-play RL (GRPO)"),
     "duel": ("agents.duel_cli", "play scripted duels and print rewards and verdicts"),
+    "eval": (
+        "agents.eval_cli",
+        "compare policies: code and test-generation metrics, JSON + Markdown",
+    ),
+    "report": ("agents.report_cli", "PNG plots and a self-contained HTML report of a run"),
 }
 
 

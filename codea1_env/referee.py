@@ -38,6 +38,7 @@ from typing import Any
 from codea1_env import plain
 from codea1_env.arguments import MISSING, arguments_expression, literal_call, literal_value
 from codea1_env.mistake_book import BookEntry, InMemoryMistakeBook, MistakeBook
+from codea1_env.monitor import monitor_referee_batch
 from codea1_env.problems.problem import IOPair, Problem
 from codea1_env.quality import PassHistory, trivial_reason
 from codea1_env.rewards import (
@@ -286,6 +287,19 @@ class Referee:
                     batch_gt[(digest, key)] = call
                     self._cache_put((digest, key), call)
         judgements = [self._score(plan, results, batch_gt) for plan in plans]
+        for plan, judgement in zip(plans, judgements):
+            judgement.metrics.update(
+                monitor_referee_batch(
+                    plan.programs,
+                    [[results[i]] if i >= 0 else [] for i in plan.cand_jobs],
+                    [
+                        (suite.cases, list(suite.rejected) + list(suite.discarded))
+                        for row in plan.suites
+                        for suite in row
+                    ],
+                    plan.problem.entry_point,
+                )
+            )
         per_problem = elapsed / max(len(plans), 1)
         books = update_book and self.reward_config.mode != "golden"
         for plan, judgement in zip(plans, judgements):

@@ -1,0 +1,678 @@
+"""Evaluate coder and tester policies on a problem source: code and test-generation metrics.
+
+One function, :func:`evaluate_policies`, takes policy specs and a problem source and returns one
+result per policy with:
+
+* **code metrics**: pass@k (unbiased estimator) for each requested k, avg@n (Code-A1's avg@k
+  with n = the number of samples), and per-problem sample outcomes. Codes are scored by the
+  :class:`~codea1_env.referee.Referee` (``gt_pass_rates``, ``update_book=False``); a sample is
+  correct when it passes every GT test.
+* **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
+  mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
+  :class:`~codea1_env.evaluation.SuiteEvaluator`. The tester is shown each problem with its GT
+  program (white-box, as in the paper's test-generation evaluation); its suites are run on the
+  GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
+  pool for every policy so that testers are compared on the same codes).
+* **monitor**: :mod:`codea1_env.monitor` counts over the coder's programs (static scan and the
+  sandbox runs, captured by a recording wrapper around the sandbox) and the tester's suites.
+
+Policy specs (``NAME=SPEC`` sets the row name; the default name is the spec):
+
+``scripted:gt``, ``scripted:mutant[:P]``
+    Scripted coders (GT program; GT or, with probability P, a mutant of it).
+``scripted:boundary``, ``scripted:random``, ``scripted:trivial``
+    Scripted testers.
+``checkpoint:RUN_DIR`` (or ``checkpoint:RUN_DIR/checkpoints/step_N``)
+    A trainer run: its coder and (modes ``code-a1``/``self-play``) tester, from the latest
+    complete checkpoint. Needs ``pip install 'codea1[train]'``.
+``hf:PATH``
+    A transformers causal LM directory (or hub name in the cache) playing both roles.
+``http:BASE_URL#MODEL``
+    An OpenAI-compatible server playing both roles.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from codea1_env.evaluation import metrics as measures
+from codea1_env.evaluation.suite_eval import ProblemEvaluation, SuiteEvaluator
+from codea1_env.monitor import MonitorCounts, scan_programs, scan_suite
+from codea1_env.problems.problem import Problem
+from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Sandbox
+from codea1_env.testcases import extract_code, parse_tests
+
+__all__ = [
+    "EvalSettings",
+    "LoadedPolicy",
+    "RecordingSandbox",
+    "evaluate_policies",
+    "load_policy",
+    "select_problems",
+]
+
+PolicyLike = Any
+"""Anything with ``act(observations, infos) -> list[str]``."""
+
+
+@dataclass
+class LoadedPolicy:
+    """A policy spec made ready: its coder and/or tester.
+
+    Attributes:
+        name: Row name.
+        spec: The spec it came from.
+        coder: Plays the coder (None: this policy writes no code).
+        tester: Plays the tester (None: this policy writes no tests).
+        closer: Releases what the policy holds (models, connections).
+
+    """
+
+    name: str
+    spec: str
+    coder: PolicyLike | None = None
+    tester: PolicyLike | None = None
+    closer: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        """Release the policy's resources. Idempotent."""
+        if self.closer is not None:
+            self.closer()
+            self.closer = None
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How policies are sampled and scored.
+
+    Attributes:
+        samples: Codes (and test suites) sampled per problem.
+        ks: The k values of pass@k (each at most ``samples``).
+        test_k: Tests considered by validity@k and mut@k (UnLeakedTestBench's k; the paper: 5).
+        temperature: Sampling temperature of LM policies (paper: 0.7).
+        top_p: Nucleus sampling of LM policies (paper: 0.95).
+        seed: Seed of every sampler (LM sampling, scripted policies, the candidate pool).
+        candidates: Spec of the coder that fills the shared candidate pool.
+        n_candidates: Candidate codes per problem (best-of-N's N).
+        max_mutants: Mutants per problem (None: all).
+        max_new_tokens: Token budgets ``(code, tests)`` of LM policies that are not checkpoints
+            (a checkpoint uses its run's budgets).
+
+    """
+
+    samples: int = 4
+    ks: tuple[int, ...] = (1,)
+    test_k: int = 5
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int = 0
+    candidates: str = "scripted:mutant:0.75"
+    n_candidates: int = 8
+    max_mutants: int | None = 64
+    max_new_tokens: tuple[int, int] = (512, 384)
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+        bad = [k for k in self.ks if k < 1 or k > self.samples]
+        if bad:
+            raise ValueError(f"pass@k needs 1 <= k <= samples ({self.samples}); got k={bad}")
+        if self.test_k < 1 or self.n_candidates < 0:
+            raise ValueError("test_k must be >= 1 and n_candidates >= 0")
+
+
+class RecordingSandbox:
+    """A sandbox wrapper that keeps the last results of jobs whose tag starts with a prefix.
+
+    The referee tags candidate jobs ``code:{task_id}:{index}``; the evaluation reads them back for
+    the monitor without a second run.
+
+    Args:
+        inner: The real sandbox.
+        prefix: Tags to record.
+
+    """
+
+    def __init__(self, inner: Sandbox, prefix: str = "code:") -> None:
+        self.inner = inner
+        self.prefix = prefix
+        self.recorded: dict[str, list[JobResult]] = {}
+
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        """Run the jobs on the inner sandbox and record the tagged results."""
+        results = self.inner.run(jobs)
+        for job, result in zip(jobs, results):
+            if job.tag.startswith(self.prefix):
+                self.recorded.setdefault(job.tag, []).append(result)
+        return results
+
+    def isolation(self) -> IsolationReport:
+        """The inner sandbox's isolation report."""
+        return self.inner.isolation()
+
+    def close(self) -> None:
+        """Leave the inner sandbox open (its owner closes it)."""
+
+    def __enter__(self) -> RecordingSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Policies
+# --------------------------------------------------------------------------------------------
+
+
+def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPolicy:
+    """Build the policy described by ``spec`` (see the module docstring).
+
+    Raises:
+        ValueError: an unknown spec, with the accepted forms.
+
+    """
+    name, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
+    name = name or body
+    kind, _, arg = body.partition(":")
+    if kind == "scripted":
+        return _scripted(name, body, arg, sandbox, settings)
+    if kind == "checkpoint":
+        return _checkpoint(name, body, Path(arg), settings)
+    if kind == "hf":
+        return _lm_policy(name, body, _hf_lm(arg), settings)
+    if kind == "http":
+        url, _, model = arg.partition("#")
+        if not url or not model:
+            raise ValueError(f"policy {spec!r}: expected http:BASE_URL#MODEL")
+        from agents.http_policy import OpenAICompatibleLM
+
+        return _lm_policy(name, body, OpenAICompatibleLM(url, model), settings)
+    raise ValueError(
+        f"unknown policy spec {spec!r}; expected scripted:gt|mutant[:P]|boundary|random|trivial, "
+        "checkpoint:RUN_DIR, hf:PATH or http:URL#MODEL (optionally NAME=SPEC)"
+    )
+
+
+def _scripted(
+    name: str, spec: str, arg: str, sandbox: Sandbox, settings: EvalSettings
+) -> LoadedPolicy:
+    from codea1_env import scripted
+
+    which, _, param = arg.partition(":")
+    seed = settings.seed
+    if which == "gt":
+        return LoadedPolicy(name, spec, coder=scripted.GroundTruthCoder())
+    if which == "mutant":
+        p = float(param) if param else 0.5
+        return LoadedPolicy(name, spec, coder=scripted.MutantCoder(p_mutant=p, seed=seed))
+    testers: dict[str, Callable[[], Any]] = {
+        "boundary": lambda: scripted.BoundaryTester(seed=seed, sandbox=sandbox),
+        "random": lambda: scripted.RandomTester(seed=seed, sandbox=sandbox),
+        "trivial": lambda: scripted.TrivialTester(),
+    }
+    if which in testers:
+        return LoadedPolicy(name, spec, tester=testers[which]())
+    raise ValueError(
+        f"unknown scripted policy {which!r}; expected gt, mutant[:P], boundary, random, trivial"
+    )
+
+
+def _hf_lm(path: str) -> Any:
+    from agents.transformers_lm import TransformersLM
+
+    return TransformersLM(path)
+
+
+def _lm_policy(name: str, spec: str, lm: Any, settings: EvalSettings) -> LoadedPolicy:
+    from agents.policy import CODE_BLOCK_STOP, CoderPolicy, SamplingParams, TesterPolicy
+
+    code_tokens, test_tokens = settings.max_new_tokens
+
+    def params(budget: int) -> Any:
+        return SamplingParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=budget,
+            stop=(CODE_BLOCK_STOP,),
+            seed=settings.seed,
+        )
+
+    return LoadedPolicy(
+        name,
+        spec,
+        coder=CoderPolicy(lm, params=params(code_tokens)),
+        tester=TesterPolicy(lm, params=params(test_tokens), num_tests=settings.test_k),
+    )
+
+
+def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> LoadedPolicy:
+    try:
+        import torch
+
+        from agents.checkpoint import latest_checkpoint
+        from agents.config import TrainConfig
+        from agents.policy import CoderPolicy, SamplingParams, TesterPolicy
+        from agents.prompts import CODER_COMPACT, CODER_PROMPT, TESTER_COMPACT, TESTER_PROMPT
+        from agents.trainer_player import load_model_spec
+        from agents.transformers_lm import TransformersLM
+    except ImportError as exc:
+        raise ImportError(
+            f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"
+        ) from exc
+    if (path / "COMPLETE").is_file():
+        ckpt, run_dir = path, path.parent.parent
+    else:
+        run_dir, found = path, latest_checkpoint(path)
+        if found is None:
+            raise ValueError(f"policy {spec!r}: no complete checkpoint under {path}/checkpoints")
+        ckpt = found
+    config = TrainConfig.load(run_dir / "config.json")
+    device = torch.device("cpu")
+    compact = config.prompt_style == "compact"
+
+    def load(player: str, model_spec: str) -> Any:
+        model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
+        if config.use_lora:
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=config.lora_r,
+                    lora_alpha=config.lora_alpha,
+                    lora_dropout=config.lora_dropout,
+                    target_modules=list(config.lora_target_modules),
+                    task_type="CAUSAL_LM",
+                ),
+            )
+        weights = torch.load(ckpt / f"{player}_model.pt", map_location=device)
+        model.load_state_dict(weights, strict=False)
+        model.eval()
+        return TransformersLM(model, tokenizer, chat_template=False if compact else None)
+
+    def params(budget: int) -> Any:
+        return SamplingParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=budget,
+            stop=("```",) if compact else (),
+            seed=settings.seed,
+        )
+
+    coder_name = "shared" if config.mode == "self-play" else "coder"
+    coder_lm = load(coder_name, config.coder_model)
+    coder = CoderPolicy(
+        coder_lm,
+        template=CODER_COMPACT if compact else CODER_PROMPT,
+        params=params(config.max_code_tokens),
+    )
+    tester = None
+    if config.mode != "golden":
+        tester_lm = coder_lm if config.mode == "self-play" else load("tester", config.tester_model)
+        tester = TesterPolicy(
+            tester_lm,
+            template=TESTER_COMPACT if compact else TESTER_PROMPT,
+            params=params(config.max_test_tokens),
+            num_tests=config.k,
+        )
+    return LoadedPolicy(name, spec, coder=coder, tester=tester)
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------------
+
+
+def select_problems(
+    source: Any, limit: int | None = None, seed: int | None = None
+) -> list[Problem]:
+    """The first ``limit`` problems of a source (a seeded random subset when ``seed`` is set)."""
+    ids = list(source.ids())
+    if limit is not None and limit < len(ids):
+        if seed is None:
+            ids = ids[:limit]
+        else:
+            keep = np.random.default_rng(seed).choice(len(ids), size=limit, replace=False)
+            ids = [ids[int(i)] for i in sorted(keep)]
+    return [source[i] for i in ids]
+
+
+def _observation(problem: Problem, role: int, code: str = "") -> dict[str, Any]:
+    return {
+        "role": role,
+        "prompt": problem.prompt,
+        "entry_point": problem.entry_point,
+        "code": code,
+    }
+
+
+def _info(problem: Problem, role: str) -> dict[str, Any]:
+    return {"task_id": problem.task_id, "role": role, "problem": problem}
+
+
+def _sample(policy: PolicyLike, problems: Sequence[Problem], role: int, n: int) -> list[list[str]]:
+    """``n`` answers per problem from one batched ``act`` call."""
+    name = "coder" if role == 0 else "tester"
+    obs = [
+        _observation(p, role, p.gt_program if role == 1 else "") for p in problems for _ in range(n)
+    ]
+    infos = [_info(p, name) for p in problems for _ in range(n)]
+    answers = list(policy.act(obs, infos)) if obs else []
+    return [answers[i * n : (i + 1) * n] for i in range(len(problems))]
+
+
+@dataclass
+class _Shared:
+    problems: list[Problem]
+    candidates: list[list[str]]
+    referee: Any
+    recorder: RecordingSandbox
+    evaluator: SuiteEvaluator
+    settings: EvalSettings
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate_policies(
+    specs: Sequence[str],
+    problems: Sequence[Problem],
+    settings: EvalSettings | None = None,
+    *,
+    sandbox: Sandbox | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Evaluate each policy spec on ``problems``.
+
+    Args:
+        specs: Policy specs (see the module docstring), one result row each.
+        problems: The problems (for example from :func:`select_problems`).
+        settings: Sampling and scoring settings.
+        sandbox: The sandbox to use (a local one is started and stopped when None).
+        progress: Called with a line of progress text.
+
+    Returns:
+        One dict per spec: ``name``, ``spec``, ``roles``, ``code`` (metrics or None),
+        ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows.
+
+    """
+    from codea1_env.referee import Referee
+    from codea1_env.rewards import RewardConfig
+
+    settings = settings or EvalSettings()
+    say = progress or (lambda _line: None)
+    owned = sandbox is None
+    if sandbox is None:
+        from codea1_env.sandbox.factory import make_sandbox
+
+        sandbox = make_sandbox("local")
+    recorder = RecordingSandbox(sandbox)
+    referee = Referee(sandbox=recorder, reward_config=RewardConfig(k=8), owns_sandbox=False)
+    try:
+        shared = _Shared(
+            list(problems),
+            [],
+            referee,
+            recorder,
+            SuiteEvaluator(sandbox, max_mutants=settings.max_mutants),
+            settings,
+        )
+        if settings.n_candidates:
+            pool = load_policy(settings.candidates, sandbox, settings)
+            if pool.coder is None:
+                raise ValueError(f"candidates spec {settings.candidates!r} writes no code")
+            shared.candidates = _sample(pool.coder, shared.problems, 0, settings.n_candidates)
+            pool.close()
+        else:
+            shared.candidates = [[] for _ in shared.problems]
+        rows = []
+        for spec in specs:
+            say(f"evaluating {spec} on {len(shared.problems)} problems")
+            policy = load_policy(spec, sandbox, settings)
+            try:
+                rows.append(_evaluate_one(policy, shared))
+            finally:
+                policy.close()
+        return rows
+    finally:
+        referee.close()
+        if owned:
+            sandbox.close()
+
+
+def _evaluate_one(policy: LoadedPolicy, shared: _Shared) -> dict[str, Any]:
+    problems = shared.problems
+    per_problem: list[dict[str, Any]] = [{"task_id": p.task_id} for p in problems]
+    monitor = MonitorCounts()
+    code_metrics: dict[str, Any] | None = None
+    test_metrics: dict[str, Any] | None = None
+    if policy.coder is not None:
+        code_metrics, code_monitor = _code_metrics(policy.coder, shared, per_problem)
+        monitor = monitor + code_monitor
+    if policy.tester is not None:
+        test_metrics, test_monitor = _test_metrics(policy.tester, shared, per_problem)
+        monitor = monitor + test_monitor
+    roles = [r for r, p in (("coder", policy.coder), ("tester", policy.tester)) if p is not None]
+    return {
+        "name": policy.name,
+        "spec": policy.spec,
+        "roles": roles,
+        "code": code_metrics,
+        "tests": test_metrics,
+        "monitor": monitor.as_metrics(),
+        "per_problem": per_problem,
+    }
+
+
+def _code_metrics(
+    coder: PolicyLike, shared: _Shared, per_problem: list[dict[str, Any]]
+) -> tuple[dict[str, Any], MonitorCounts]:
+    settings = shared.settings
+    answers = _sample(coder, shared.problems, 0, settings.samples)
+    shared.recorder.recorded.clear()
+    batch: list[tuple[Problem, list[str], list[list[str]]]] = [
+        (p, a, [[] for _ in a]) for p, a in zip(shared.problems, answers)
+    ]
+    judgements = shared.referee.judge_many(batch, update_book=False)
+    correct: list[list[bool]] = []
+    programs: list[str | None] = []
+    results: list[list[JobResult]] = []
+    for problem, texts, judgement, row in zip(shared.problems, answers, judgements, per_problem):
+        flags = [rate >= 1.0 for rate in judgement.gt_pass_rates]
+        correct.append(flags)
+        row["code_correct"] = flags
+        row["code_gt_pass_rates"] = [round(r, 4) for r in judgement.gt_pass_rates]
+        row["code_sample"] = texts[0][:2000] if texts else ""
+        for index, text in enumerate(texts):
+            code = extract_code(text)
+            programs.append(code if code.strip() else None)
+            results.append(shared.recorder.recorded.get(f"code:{problem.task_id}:{index}", []))
+    out: dict[str, Any] = {
+        "problems": len(shared.problems),
+        "samples": settings.samples,
+        "gt_pass_rate": measures.mean_or_none([r for j in judgements for r in j.gt_pass_rates]),
+        f"avg@{settings.samples}": measures.avg_at_k(correct, settings.samples),
+    }
+    for k in settings.ks:
+        out[f"pass@{k}"] = measures.mean_pass_at_k([(len(c), sum(c)) for c in correct], k)
+    return out, scan_programs(programs, results)
+
+
+def _test_metrics(
+    tester: PolicyLike, shared: _Shared, per_problem: list[dict[str, Any]]
+) -> tuple[dict[str, Any], MonitorCounts]:
+    settings = shared.settings
+    k = settings.test_k
+    suites = _sample(tester, shared.problems, 1, settings.samples)
+    monitor = MonitorCounts()
+    for problem, texts in zip(shared.problems, suites):
+        for text in texts:
+            parsed = parse_tests(text, problem.entry_point)
+            monitor = monitor + scan_suite(parsed.cases, parsed.rejected, problem.entry_point)
+    evaluations = shared.evaluator.evaluate(
+        [(p, s, c) for p, s, c in zip(shared.problems, suites, shared.candidates)]
+    )
+    validity: list[float] = []
+    all_valid: list[float] = []
+    mut_entries: list[tuple[Sequence[bool], Sequence[Sequence[bool]]]] = []
+    discrimination: list[float] = []
+    accuracy_flags: list[bool] = []
+    p01_rows: list[tuple[tuple[bool, ...], tuple[bool, ...]]] = []
+    best: list[float] = []
+    tests_written: list[int] = []
+    totals = {"mutants": 0, "crashing": 0, "equivalent": 0}
+    for evaluation, texts, row in zip(evaluations, suites, per_problem):
+        _problem_row(evaluation, texts, row, k)
+        totals["mutants"] += evaluation.n_mutants
+        totals["crashing"] += evaluation.n_crashing
+        totals["equivalent"] += evaluation.n_equivalent
+        wrong = [i for i, ok in enumerate(evaluation.candidate_correct) if not ok]
+        for suite in evaluation.suites:
+            tests_written.append(len(suite.valid))
+            validity.append(measures.validity_at_k(suite.valid, k))
+            all_valid.append(1.0 if measures.all_valid_at_k(suite.valid, k) else 0.0)
+            mut_entries.append((suite.valid, suite.mutant_kills))
+            accuracy_flags.extend(suite.valid)
+            run = [s != "duplicate" for s in suite.statuses]
+            run_valid = tuple(v for v, r in zip(suite.valid, run) if r)
+            wrong_rows = [
+                tuple(p for p, r in zip(suite.candidate_passes[i], run) if r) for i in wrong
+            ]
+            score = measures.discrimination(wrong_rows, run_valid) if run_valid else None
+            if score is not None:
+                discrimination.append(score)
+            p01_rows.extend((r, run_valid) for r in wrong_rows)
+            if evaluation.candidate_correct:
+                counts = [sum(row_) for row_ in suite.candidate_passes]
+                scores = [1.0 if ok else 0.0 for ok in evaluation.candidate_correct]
+                value = measures.best_of_n(counts, scores)
+                if value is not None:
+                    best.append(value)
+    on_correct = [p for r, v in p01_rows for p, ok in zip(r, v) if ok]
+    on_incorrect = [p for r, v in p01_rows for p, ok in zip(r, v) if not ok]
+    random_pick = [
+        sum(e.candidate_correct) / len(e.candidate_correct)
+        for e in evaluations
+        if e.candidate_correct
+    ]
+    out: dict[str, Any] = {
+        "k": k,
+        "suites": len(validity),
+        "tests_per_suite": measures.mean_or_none([float(n) for n in tests_written]),
+        f"validity@{k}": measures.mean_or_none(validity),
+        f"all_valid@{k}": measures.mean_or_none(all_valid),
+        f"mut@{k}": measures.mut_at_k(mut_entries, k),
+        f"mut@{k}_suites": sum(
+            1 for v, kills in mut_entries if measures.all_valid_at_k(v, k) and kills
+        ),
+        "discrimination": measures.mean_or_none(discrimination),
+        "ut_accuracy": measures.unit_test_accuracy(accuracy_flags),
+        "p01": measures.mean_or_none([1.0 if p else 0.0 for p in on_correct]),
+        "p00": measures.mean_or_none([1.0 if p else 0.0 for p in on_incorrect]),
+        f"best_of_{settings.n_candidates}": measures.mean_or_none(best),
+        "random_pick": measures.mean_or_none(random_pick),
+        **totals,
+    }
+    return out, monitor
+
+
+def _problem_row(
+    evaluation: ProblemEvaluation, texts: Sequence[str], row: dict[str, Any], k: int
+) -> None:
+    row["test_sample"] = texts[0][:2000] if texts else ""
+    row["test_statuses"] = [list(s.statuses) for s in evaluation.suites]
+    row["mutation_scores"] = [measures.mutation_score(s.mutant_kills, k) for s in evaluation.suites]
+    row["mutants"] = {
+        "total": evaluation.n_mutants,
+        "crashing": evaluation.n_crashing,
+        "equivalent": evaluation.n_equivalent,
+    }
+    row["candidate_correct"] = list(evaluation.candidate_correct)
+
+
+# --------------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------------
+
+
+def table_columns(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """``(section, key, header)`` of every metric present in at least one row, in table order."""
+    columns: list[tuple[str, str, str]] = []
+    for section in ("code", "tests"):
+        seen: list[str] = []
+        for row in rows:
+            for key in row.get(section) or {}:
+                if key not in seen:
+                    seen.append(key)
+        skip = {"problems", "samples", "k", "suites", "mutants", "crashing", "equivalent"}
+        for key in seen:
+            if key not in skip and not key.endswith("_suites"):
+                columns.append((section, key, key))
+    columns.append(("monitor", "monitor/flagged", "monitor flags"))
+    return columns
+
+
+def format_cell(value: Any) -> str:
+    """A metric as table text: three decimals, ``-`` when undefined."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The side-by-side Markdown table of :func:`evaluate_policies` rows (one row per policy)."""
+    columns = table_columns(rows)
+    header = "| policy | " + " | ".join(h for _s, _k, h in columns) + " |"
+    rule = "|---|" + "|".join("---:" for _ in columns) + "|"
+    lines = [header, rule]
+    for row in rows:
+        cells = [format_cell((row.get(s) or {}).get(k)) for s, k, _h in columns]
+        lines.append(f"| {row['name']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summarize_seeds(rows_per_seed: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """Mean and spread over seeds, matched by policy name.
+
+    Returns:
+        One row per name with ``code``/``tests`` metrics as ``"mean ± std"`` strings (sample
+        std over seeds; ``± 0`` with one seed) and ``seeds`` (how many rows were averaged).
+
+    """
+    names: list[str] = []
+    for rows in rows_per_seed:
+        for row in rows:
+            if row["name"] not in names:
+                names.append(row["name"])
+    out = []
+    for name in names:
+        matched = [row for rows in rows_per_seed for row in rows if row["name"] == name]
+        merged: dict[str, Any] = {"name": name, "seeds": len(matched)}
+        for section in ("code", "tests", "monitor"):
+            keys: list[str] = []
+            for row in matched:
+                keys += [k for k in (row.get(section) or {}) if k not in keys]
+            values: dict[str, Any] = {}
+            for key in keys:
+                numbers = [
+                    float(v)
+                    for row in matched
+                    if isinstance(v := (row.get(section) or {}).get(key), (int, float))
+                ]
+                if not numbers:
+                    values[key] = None
+                    continue
+                mean = statistics.fmean(numbers)
+                spread = statistics.stdev(numbers) if len(numbers) > 1 else 0.0
+                values[key] = f"{mean:.3f} ± {spread:.3f}"
+            merged[section] = values or None
+        out.append(merged)
+    return out

@@ -1,0 +1,44 @@
+"""``codea1 report RUN_DIR``: PNG plots and one self-contained HTML page for a training run.
+
+Example::
+
+    codea1 report runs/tiny__code-a1__0__1700000000 --duels 4
+
+Writes ``RUN_DIR/report/*.png`` and ``RUN_DIR/report/report.html`` (or ``--out DIR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``report`` subcommand's arguments."""
+    parser.add_argument("run_dir", help="a run directory holding metrics.jsonl")
+    parser.add_argument("--out", default=None, help="output directory (default RUN_DIR/report)")
+    parser.add_argument(
+        "--duels",
+        type=int,
+        default=4,
+        help="example duels to play with the latest checkpoint when the run recorded none "
+        "(0: none; default 4)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``codea1 report``; returns 2 when the run directory is not usable."""
+    from agents.report import load_run, monitor_flags, write_report
+
+    try:
+        page = write_report(args.run_dir, args.out, duels=args.duels)
+    except FileNotFoundError as exc:
+        print(f"codea1 report: {exc}", file=sys.stderr)
+        return 2
+    flags = monitor_flags(load_run(args.run_dir).rows)
+    print(f"wrote {page} and {len(list(page.parent.glob('*.png')))} plots in {page.parent}")
+    if flags:
+        print("monitor flags: " + ", ".join(f"{k}={v:g}" for k, v in flags.items()))
+    return 0

@@ -1,0 +1,193 @@
+"""The sandboxed suite evaluator on hand-built problems, and the policy evaluation runner."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agents import eval_cli
+from agents.evaluate import (
+    EvalSettings,
+    RecordingSandbox,
+    evaluate_policies,
+    load_policy,
+    markdown_table,
+    summarize_seeds,
+)
+from codea1_env.evaluation import SuiteEvaluator, discrimination, mutation_score, p01_p00
+from codea1_env.problems import load_source
+from codea1_env.problems.problem import Problem
+from codea1_env.sandbox.base import Job, Sandbox
+from codea1_env.sandbox.factory import make_sandbox
+
+DIV = "def f(x):\n    return 12 // (x + 1)\n"
+STEP = "def f(x):\n    return 1 if x >= 3 else 0\n"
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with make_sandbox("local") as box:
+        yield box
+
+
+def test_mutants_crashing_equivalent_and_kills(sandbox: Sandbox) -> None:
+    # Mutants of 12 // (x + 1): 13//, 11//, //(x+2), //(x+0), 12*(x+1), //(x-1), None, 0, -(...)
+    two = Problem("t/div2", "def f(x):", "f", DIV, tests=("assert f(0) == 12", "assert f(2) == 4"))
+    one = Problem("t/div1", "def f(x):", "f", DIV, tests=("assert f(0) == 12",))
+    first, second = SuiteEvaluator(sandbox).evaluate(
+        [(two, ["assert f(0) == 12\nassert f(3) == 3"], []), (one, ["assert f(0) == 12"], [])]
+    )
+    # x + 0 divides by zero on the GT input 0: crashing; nothing is equivalent.
+    assert (first.n_mutants, first.n_crashing, first.n_equivalent) == (9, 1, 0)
+    kills = first.suites[0].mutant_kills
+    assert len(kills) == 8
+    # f(0) kills all but 12 * (x + 1), which f(3) kills (48 != 3).
+    assert mutation_score(kills, 1) == pytest.approx(7 / 8)
+    assert mutation_score(kills, 2) == 1.0
+    # With only input 0, 12 * (x + 1) matches the GT everywhere: (likely) equivalent.
+    assert (second.n_mutants, second.n_crashing, second.n_equivalent) == (9, 1, 1)
+    assert mutation_score(second.suites[0].mutant_kills, 1) == 1.0
+
+
+def test_statuses_candidates_discrimination_and_cure(sandbox: Sandbox) -> None:
+    problem = Problem(
+        "t/step",
+        "def f(x):",
+        "f",
+        STEP,
+        tests=("assert f(0) == 0", "assert f(3) == 1", "assert f(10) == 1"),
+    )
+    suite = "assert f(3) == 1\nassert f(2) == 0\nassert f(5) == 2\nassert f(3) == 1\nassert f(-1) == 1 // 0"
+    candidates = [
+        STEP,  # correct
+        "def f(x):\n    return 1 if x > 3 else 0\n",  # wrong: f(3) == 0
+        "def f(x):\n    return 2 if x >= 5 else (1 if x >= 3 else 0)\n",  # wrong: f(10) == 2
+    ]
+    (result,) = SuiteEvaluator(sandbox).evaluate(
+        [(problem, [suite], candidates)], with_mutants=False
+    )
+    evaluated = result.suites[0]
+    assert evaluated.statuses == ("valid", "valid", "wrong_expected", "duplicate", "wrong_expected")
+    assert result.candidate_correct == (True, False, False)
+    assert result.candidate_gt_pass_rates == pytest.approx((1.0, 2 / 3, 2 / 3))
+    assert evaluated.candidate_passes == (
+        (True, True, False, False, False),
+        (False, True, False, False, False),
+        (True, True, True, False, False),
+    )
+    run = [0, 1, 2, 4]  # the duplicate is not run
+    valid = [evaluated.valid[i] for i in run]
+    wrong = [[evaluated.candidate_passes[c][i] for i in run] for c in (1, 2)]
+    assert discrimination(wrong, valid) == 0.5  # only the x > 3 code is caught
+    assert p01_p00(wrong, valid) == (pytest.approx(3 / 4), pytest.approx(1 / 4))
+    assert result.n_mutants == 0
+
+
+def test_stdio_problem_is_reported_unsupported(sandbox: Sandbox) -> None:
+    from codea1_env.problems.problem import IOPair
+
+    problem = Problem("t/io", "echo", "", "print(input())", io_pairs=(IOPair("a\n", "a\n"),))
+    (result,) = SuiteEvaluator(sandbox).evaluate([(problem, ["Input:\nb\nOutput:\nb\n"], [])])
+    assert result.suites[0].parse_reason == "stdio_unsupported"
+    assert result.suites[0].statuses == ()
+
+
+def test_recording_sandbox_keeps_tagged_results(sandbox: Sandbox) -> None:
+    recorder = RecordingSandbox(sandbox)
+    jobs = [
+        Job(program="def f():\n    return 1\n", calls=("f()",), tag="code:t:0"),
+        Job(program="def f():\n    return 2\n", calls=("f()",), tag="gt:t"),
+    ]
+    results = recorder.run(jobs)
+    assert [r.calls[0].value for r in results] == [1, 2]
+    assert list(recorder.recorded) == ["code:t:0"]
+
+
+def test_evaluate_policies_scripted(sandbox: Sandbox) -> None:
+    source = load_source("bank")
+    problems = [source[i] for i in source.ids()[:2]]
+    settings = EvalSettings(samples=2, ks=(1, 2), n_candidates=3, max_mutants=12)
+    rows = evaluate_policies(
+        ["gt=scripted:gt", "scripted:trivial", "scripted:boundary"],
+        problems,
+        settings,
+        sandbox=sandbox,
+    )
+    gt, trivial, boundary = rows
+    assert gt["roles"] == ["coder"] and gt["tests"] is None
+    assert gt["code"]["pass@1"] == 1.0 and gt["code"]["avg@2"] == 1.0
+    assert gt["per_problem"][0]["code_correct"] == [True, True]
+    assert trivial["code"] is None
+    # GT tests copied verbatim hold on the GT.
+    assert trivial["tests"]["ut_accuracy"] == 1.0
+    assert boundary["tests"]["ut_accuracy"] == 1.0
+    assert 0.0 <= boundary["tests"]["best_of_3"] <= 1.0
+    assert gt["monitor"]["monitor/programs"] == 4.0
+    table = markdown_table(rows)
+    assert table.splitlines()[0].startswith("| policy | gt_pass_rate")
+    assert "| gt | 1.000 |" in table
+
+
+def test_load_policy_rejects_unknown_specs(sandbox: Sandbox) -> None:
+    with pytest.raises(ValueError, match="unknown policy spec"):
+        load_policy("nope:x", sandbox, EvalSettings())
+    with pytest.raises(ValueError, match="unknown scripted policy"):
+        load_policy("scripted:oracle", sandbox, EvalSettings())
+    with pytest.raises(ValueError, match="checkpoint"):
+        load_policy("checkpoint:/nonexistent/run", sandbox, EvalSettings())
+    named = load_policy("base=scripted:gt", sandbox, EvalSettings())
+    assert named.name == "base" and named.spec == "scripted:gt"
+
+
+def test_settings_validate_k() -> None:
+    with pytest.raises(ValueError, match="pass@k"):
+        EvalSettings(samples=2, ks=(4,))
+
+
+def test_summarize_seeds_mean_and_spread() -> None:
+    runs = [
+        [{"name": "a", "code": {"pass@1": 0.5}, "tests": None, "monitor": {}}],
+        [{"name": "a", "code": {"pass@1": 0.7}, "tests": None, "monitor": {}}],
+    ]
+    (row,) = summarize_seeds(runs)
+    assert row["seeds"] == 2
+    assert row["code"]["pass@1"] == "0.600 ± 0.141"
+
+
+def test_eval_cli_writes_json_and_markdown(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    eval_cli.add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--policy",
+            "gt=scripted:gt",
+            "--policy",
+            "mutant=scripted:mutant:1.0",
+            "--source",
+            "procedural-test:0",
+            "--problems",
+            "2",
+            "--samples",
+            "2",
+            "--k",
+            "1,2",
+            "--n-candidates",
+            "0",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert eval_cli.run(args) == 0
+    record = json.loads((tmp_path / "eval.json").read_text())
+    names = [r["name"] for r in record["results"]]
+    assert names == ["gt", "mutant"]
+    assert record["results"][0]["code"]["pass@2"] == 1.0
+    assert record["results"][1]["code"]["pass@1"] < 1.0  # every answer is a mutant
+    assert "| mutant |" in (tmp_path / "eval.md").read_text()
+    bad = parser.parse_args(["--policy", "scripted:gt", "--samples", "1", "--k", "2"])
+    assert eval_cli.run(bad) == 2
