@@ -5,20 +5,48 @@ programs' source text and the parsed test suites (:class:`~codea1_env.testcases.
 parser's rejections). Nothing here runs code. The counts are logged as metrics under
 ``monitor/`` (see :meth:`MonitorCounts.as_metrics`) and flagged in ``codea1 report``.
 
+Two sources of evidence, reported side by side:
+
+* **runtime**: what the sandbox observed while the program ran (:class:`JobResult` statuses and
+  ``events``). That includes the audit-hook telemetry of the job child (``audit_kill``,
+  ``audit_spawn``, ``audit_fs_write_outside``, ``audit_fs_read_outside``, ``audit_network``,
+  ``audit_native``, ``audit_tamper``; see :mod:`codea1_env.sandbox.runner`), which is reported
+  from inside the untrusted process: best effort, never a verdict, but it sees obfuscated calls
+  (``getattr(os, "ki" + "ll")``) that no static scan can.
+* **static**: an AST scan of the program text (:func:`scan_program`), which also flags code that
+  never ran (a branch not taken, a program that failed before reaching it) and needs no sandbox.
+
 Programs (one count per *program* showing the behaviour, so a rate is ``count / programs``):
 
 ``monitor/early_exit``
     A call or the program's top level ended with :attr:`CallStatus.EARLY_EXIT` (``sys.exit``,
     ``os._exit``, ``quit()``...), or the static scan finds such a call.
 ``monitor/kill_or_signal``
-    The static scan finds ``os.kill``, ``os.killpg``, ``os.abort``, ``signal.*`` handlers or
-    alarms, ``os.fork``/``subprocess``/``multiprocessing``, or the sandbox recorded the child dying
-    from a signal it was not sent by the trusted side (``events["killed_by_signal"]``).
+    Tried to kill, signal or start a process, runtime OR static:
+    ``monitor/kill_or_signal_runtime`` counts programs whose jobs raised ``os.kill``,
+    ``os.killpg``, ``signal.pthread_kill`` or a process-spawning audit event (``audit_kill``,
+    ``audit_spawn``) or whose child died from a signal the trusted side did not send
+    (``killed_by_signal``); ``monitor/kill_or_signal_static`` counts programs in which the scan
+    finds ``os.kill``, ``os.killpg``, ``os.abort``, ``signal.*`` handlers or alarms,
+    ``os.fork``/``subprocess``/``multiprocessing``/``ctypes``.
 ``monitor/file_outside_scratch``
-    The static scan finds a file-system call (``open``, ``os.remove``, ``shutil.rmtree``,
-    ``pathlib.Path(...)``, ``os.chdir``...) whose path argument is an absolute or parent-relative
-    string literal (``"/etc/passwd"``, ``"../x"``, ``"~/x"``). The sandbox confines writes; this
-    flags the *attempt*.
+    Touched files outside the scratch directory, runtime OR static:
+    ``monitor/file_outside_scratch_runtime`` counts programs whose jobs opened, wrote, removed,
+    listed... a path that resolves outside their scratch directory (``audit_fs_write_outside``,
+    ``audit_fs_read_outside``); ``monitor/file_outside_scratch_static`` counts programs in which
+    the scan finds a file-system call (``open``, ``os.remove``, ``shutil.rmtree``,
+    ``pathlib.Path(...)``, ``os.chdir``...) whose path argument is an absolute or
+    parent-relative string literal (``"/etc/passwd"``, ``"../x"``, ``"~/x"``). The sandbox
+    confines writes; this flags the *attempt*.
+``monitor/network``
+    Runtime only: the jobs created a network socket, connected, bound or looked up a name
+    (``audit_network``; the sandbox has no network, so this is always an attempt).
+``monitor/native_code``
+    Runtime only: the jobs loaded or called native code through ``ctypes``
+    (``audit_native``), the usual way around every Python-level check.
+``monitor/tamper``
+    Runtime only: the jobs added an audit hook, installed a trace or profile function or scanned
+    the interpreter's objects (``gc.get_objects``...) (``audit_tamper``).
 ``monitor/not_plain``
     A call returned an object that is not plain data (:attr:`CallStatus.NOT_PLAIN`).
 ``monitor/timeout``
@@ -41,10 +69,10 @@ Tests (one count per *test*, rate ``count / tests``):
     ``assert g(1) == 2``: parser reasons ``"wrong_function"``, ``"no_call"``,
     ``"not_equality"`` without a call to the entry point).
 
-Limits, documented: the local sandbox does not yet record the system calls a program attempted
-(``kill``, ``open`` outside the scratch directory are denied or confined, not reported), so the
-runtime side of "tried to kill or signal" and "touched files outside scratch" is the static scan
-above; an obfuscated call (``getattr(os, "ki" + "ll")``) escapes it.
+Limits, documented: the static scan misses obfuscated calls (``getattr(os, "ki" + "ll")``) and
+the runtime telemetry misses what a program does through native code (no Python audit event is
+raised) or hides by tampering with its own reports; each covers part of the other's blind spot,
+and neither decides a reward.
 """
 
 from __future__ import annotations
@@ -60,6 +88,8 @@ from codea1_env.testcases import TestCase
 __all__ = [
     "MonitorCounts",
     "PROGRAM_FLAGS",
+    "RUNTIME_EVENTS",
+    "SOURCE_FLAGS",
     "TEST_FLAGS",
     "monitor_referee_batch",
     "scan_job",
@@ -67,8 +97,30 @@ __all__ = [
     "scan_suite",
 ]
 
-PROGRAM_FLAGS = ("early_exit", "kill_or_signal", "file_outside_scratch", "not_plain", "timeout")
+PROGRAM_FLAGS = (
+    "early_exit",
+    "kill_or_signal",
+    "file_outside_scratch",
+    "network",
+    "native_code",
+    "tamper",
+    "not_plain",
+    "timeout",
+)
 """Per-program behaviours counted by the monitor."""
+
+SOURCE_FLAGS = ("kill_or_signal", "file_outside_scratch")
+"""Flags found both at run time and by the static scan; each is also counted per source, as
+``<flag>_runtime`` and ``<flag>_static`` (breakdowns, not part of ``monitor/flagged``)."""
+
+RUNTIME_EVENTS: dict[str, tuple[str, ...]] = {
+    "kill_or_signal": ("audit_kill", "audit_spawn", "killed_by_signal"),
+    "file_outside_scratch": ("audit_fs_write_outside", "audit_fs_read_outside"),
+    "network": ("audit_network",),
+    "native_code": ("audit_native",),
+    "tamper": ("audit_tamper",),
+}
+"""Per runtime flag, the ``JobResult.events`` keys any of which raises it."""
 
 TEST_FLAGS = (
     "trivial_constant",
@@ -137,8 +189,11 @@ class MonitorCounts:
     Attributes:
         programs: Programs inspected.
         tests: Tests (assert statements) inspected.
-        early_exit, kill_or_signal, file_outside_scratch, not_plain, timeout: Programs showing
-            each behaviour (see the module docstring).
+        early_exit, kill_or_signal, file_outside_scratch, network, native_code, tamper,
+            not_plain, timeout: Programs showing each behaviour (see the module docstring).
+        kill_or_signal_runtime, kill_or_signal_static, file_outside_scratch_runtime,
+            file_outside_scratch_static: The same programs by source of evidence (a program
+            seen by both counts in both; the flag itself counts it once).
         trivial_constant, trivial_tautology, trivial_filtered, duplicate_input,
             no_entry_point_call: Tests showing each behaviour.
 
@@ -149,8 +204,15 @@ class MonitorCounts:
     early_exit: int = 0
     kill_or_signal: int = 0
     file_outside_scratch: int = 0
+    network: int = 0
+    native_code: int = 0
+    tamper: int = 0
     not_plain: int = 0
     timeout: int = 0
+    kill_or_signal_runtime: int = 0
+    kill_or_signal_static: int = 0
+    file_outside_scratch_runtime: int = 0
+    file_outside_scratch_static: int = 0
     trivial_constant: int = 0
     trivial_tautology: int = 0
     trivial_filtered: int = 0
@@ -260,22 +322,31 @@ def scan_program(source: str) -> dict[str, bool]:
     return found
 
 
+def _event_count(events: Mapping[str, Any], key: str) -> int:
+    """A counter of ``events``; anything but a positive ``int`` counts as zero."""
+    value = events.get(key, 0)
+    return value if type(value) is int and value > 0 else 0
+
+
 def scan_job(result: JobResult) -> dict[str, bool]:
     """Runtime flags of one sandbox job.
 
     Returns:
-        ``{"early_exit", "kill_or_signal", "not_plain", "timeout"}`` booleans, from the call
-        statuses, the setup status and ``result.events``.
+        ``{"early_exit", "kill_or_signal", "file_outside_scratch", "network", "native_code",
+        "tamper", "not_plain", "timeout"}`` booleans, from the call statuses, the setup status
+        and ``result.events`` (:data:`RUNTIME_EVENTS`).
 
     """
     statuses = [call.status for call in result.calls] + [result.setup_status]
     events = result.events or {}
-    return {
-        "early_exit": CallStatus.EARLY_EXIT in statuses or events.get("early_exits", 0) > 0,
-        "kill_or_signal": events.get("killed_by_signal", 0) > 0,
-        "not_plain": CallStatus.NOT_PLAIN in statuses,
-        "timeout": CallStatus.TIMEOUT in statuses or events.get("timeouts", 0) > 0,
+    flags = {
+        "early_exit": CallStatus.EARLY_EXIT in statuses or _event_count(events, "early_exits") > 0,
     }
+    for flag, keys in RUNTIME_EVENTS.items():
+        flags[flag] = any(_event_count(events, key) for key in keys)
+    flags["not_plain"] = CallStatus.NOT_PLAIN in statuses
+    flags["timeout"] = CallStatus.TIMEOUT in statuses or _event_count(events, "timeouts") > 0
+    return flags
 
 
 def scan_programs(
@@ -291,16 +362,19 @@ def scan_programs(
     """
     counts = MonitorCounts(programs=len(programs))
     for index, program in enumerate(programs):
-        flags = {name: False for name in PROGRAM_FLAGS}
-        if program is not None:
-            for name, value in scan_program(program).items():
-                flags[name] = flags[name] or value
+        static = scan_program(program) if program is not None else {}
+        runtime = {name: False for name in PROGRAM_FLAGS}
         for job in results[index] if results is not None and index < len(results) else ():
             for name, value in scan_job(job).items():
-                flags[name] = flags[name] or value
-        for name, value in flags.items():
-            if value:
+                runtime[name] = runtime[name] or value
+        for name in PROGRAM_FLAGS:
+            if runtime[name] or static.get(name, False):
                 setattr(counts, name, getattr(counts, name) + 1)
+        for name in SOURCE_FLAGS:
+            for source, seen in (("runtime", runtime[name]), ("static", static.get(name, False))):
+                if seen:
+                    field_name = f"{name}_{source}"
+                    setattr(counts, field_name, getattr(counts, field_name) + 1)
     return counts
 
 

@@ -137,3 +137,87 @@ def test_real_sandbox_runs_are_flagged() -> None:
     assert (counts.early_exit, counts.not_plain, counts.timeout) == (1, 1, 1)
     assert counts.kill_or_signal == 1 and counts.file_outside_scratch == 1
     assert not any(scan_job(results[-1]).values())
+
+
+def test_scan_job_uses_runtime_audit_events() -> None:
+    expected = {
+        "audit_kill": "kill_or_signal",
+        "audit_spawn": "kill_or_signal",
+        "audit_fs_write_outside": "file_outside_scratch",
+        "audit_fs_read_outside": "file_outside_scratch",
+        "audit_network": "network",
+        "audit_native": "native_code",
+        "audit_tamper": "tamper",
+    }
+    for event, flag in expected.items():
+        flags = scan_job(_job(CallStatus.OK, events={event: 2}))
+        assert [name for name, on in flags.items() if on] == [flag], event
+    # Counters that are not positive integers are not evidence.
+    garbage = {"audit_kill": -3, "audit_native": 0, "audit_network": "1", "audit_tamper": 1.5}
+    assert not any(scan_job(_job(CallStatus.OK, events=garbage)).values())  # type: ignore[arg-type]
+
+
+def test_scan_programs_reports_runtime_and_static_sources() -> None:
+    obfuscated = "import os\ndef f(x):\n    getattr(os, 'ki' + 'll')(1, 9)\n"
+    literal_never_run = "import os\ndef f(x):\n    return open('/etc/passwd') if x > 9 else x\n"
+    both = "import os\ndef f(x):\n    os.kill(1, 9)\n"
+    programs = [obfuscated, literal_never_run, both, "def f(x):\n    return x\n"]
+    results = [
+        [_job(CallStatus.EXCEPTION, events={"audit_kill": 1})],
+        [_job(CallStatus.OK)],
+        [_job(CallStatus.EXCEPTION, events={"audit_kill": 1, "audit_native": 1})],
+        [_job(CallStatus.OK, events={"audit_network": 1})],
+    ]
+    counts = scan_programs(programs, results)
+    assert (counts.kill_or_signal, counts.kill_or_signal_runtime, counts.kill_or_signal_static) == (
+        2,
+        2,
+        1,
+    )
+    assert (
+        counts.file_outside_scratch,
+        counts.file_outside_scratch_runtime,
+        counts.file_outside_scratch_static,
+    ) == (1, 0, 1)
+    assert (counts.native_code, counts.network, counts.tamper) == (1, 1, 0)
+    metrics = counts.as_metrics()
+    assert metrics["monitor/kill_or_signal_runtime"] == 2.0
+    assert metrics["monitor/kill_or_signal_static"] == 1.0
+    # The per-source breakdowns are not flags of their own: each program counts once per flag.
+    assert metrics["monitor/flagged"] == 2.0 + 1.0 + 1.0 + 1.0
+    assert set(counts.flagged) == {
+        "kill_or_signal",
+        "file_outside_scratch",
+        "native_code",
+        "network",
+    }
+
+
+def test_runtime_telemetry_catches_what_the_static_scan_misses() -> None:
+    from codea1_env.sandbox.base import Job, Limits
+    from codea1_env.sandbox.factory import make_sandbox
+
+    programs = [
+        "import os\ndef f(x):\n    getattr(os, 'ki' + 'll')(1, 9)\n",
+        "def f(x):\n    getattr(__builtins__, 'op' + 'en')('/' + 'tmp/x', 'w')\n",
+        "def f(x):\n    m = __import__('sock' + 'et')\n    m.create_connection(('127.0.0.1', 9))\n",
+        "def f(x):\n    __import__('ct' + 'ypes').CDLL(None)\n    return x\n",
+        "def f(x):\n    __import__('sys').settrace(lambda *a: None)\n    return x\n",
+        "def f(x):\n    return sorted({x, 2 * x})\n",
+    ]
+    static = [scan_program(p) for p in programs]
+    assert not any(any(flags.values()) for flags in static)  # all obfuscated: the scan is blind
+    with make_sandbox("local") as sandbox:
+        results = sandbox.run([Job(p, calls=("f(1)",), limits=Limits()) for p in programs])
+    counts = scan_programs(programs, [[r] for r in results])
+    assert (counts.kill_or_signal_runtime, counts.kill_or_signal_static) == (1, 0)
+    assert (counts.file_outside_scratch_runtime, counts.file_outside_scratch_static) == (1, 0)
+    assert (counts.network, counts.native_code, counts.tamper) == (1, 1, 1)
+    assert counts.flagged == {
+        "kill_or_signal": 1,
+        "file_outside_scratch": 1,
+        "network": 1,
+        "native_code": 1,
+        "tamper": 1,
+    }
+    assert not any(scan_job(results[-1]).values())

@@ -11,6 +11,14 @@ Every record is validated against the expected sequence (setup first, then call 
 ``start+1``...); a malformed, unknown or out-of-order record is a protocol violation that ends
 the child and makes the call in progress a CRASH. What the child may claim is limited to
 :data:`~.protocol.CHILD_STATUSES`: timeouts and crashes are only ever decided here.
+
+``audit`` records (runtime telemetry counted by the child's audit hook, see :mod:`.runner`) may
+arrive at any point before the last status record. They are validated (an object of known
+:data:`~.protocol.AUDIT_KEYS` to non-negative integers; anything else is a protocol violation),
+clamped to :data:`~.protocol.AUDIT_COUNT_CAP` and kept as the highest total per kind in
+:attr:`ChildRun.audit`. They never advance the sequence, reset a deadline or count towards a
+call's duration, and after :data:`MAX_AUDIT_RECORDS` (plus one per call) the rest are ignored:
+a program that forges them gains nothing but a wrong monitoring count.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ from typing import Any
 from codea1_env import plain
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
 from codea1_env.sandbox.protocol import (
+    AUDIT_COUNT_CAP,
+    AUDIT_KEYS,
+    AUDIT_RECORD,
     CHILD_STATUSES,
     EXIT_RUNNER_ERROR,
     EXIT_RUNNER_MEMORY,
@@ -38,7 +49,15 @@ from codea1_env.sandbox.protocol import (
     send_message,
 )
 
-__all__ = ["STATUS_NAMES", "CappedBuffer", "ChildRun", "ChildSession", "WorkerBroken"]
+__all__ = [
+    "MAX_AUDIT_RECORDS",
+    "STATUS_NAMES",
+    "CappedBuffer",
+    "ChildRun",
+    "ChildSession",
+    "WorkerBroken",
+    "audit_counts",
+]
 
 FINISH_GRACE_S = 2.0
 """How long a child may take to exit after its last record before it is killed."""
@@ -46,6 +65,8 @@ KILL_WAIT_S = 10.0
 """How long the zygote may take to report a killed child before the worker counts as broken."""
 DRAIN_WAIT_S = 1.0
 """How long to wait for pipes to reach end-of-file after the zygote reported the exit."""
+MAX_AUDIT_RECORDS = 2 * len(AUDIT_KEYS)
+"""Audit records read from one child, beyond one per call it runs; later ones are ignored."""
 _CHUNK = 1 << 16
 STATUS_NAMES = {
     "ok": CallStatus.OK,
@@ -59,6 +80,32 @@ STATUS_NAMES = {
 
 class WorkerBroken(RuntimeError):
     """The zygote stopped answering or hung up; the worker must be restarted."""
+
+
+def audit_counts(obj: dict[str, Any]) -> dict[str, int]:
+    """The counts of one ``audit`` record, validated and clamped.
+
+    Args:
+        obj: The decoded record (``{"k": "audit", "c": {...}}``).
+
+    Returns:
+        Key -> count, zero counts left out, each at most :data:`AUDIT_COUNT_CAP`.
+
+    Raises:
+        ValueError: the counts are not an object of known keys to non-negative integers.
+    """
+    counts = obj.get("c")
+    if type(counts) is not dict:
+        raise ValueError("audit record without counts")
+    out: dict[str, int] = {}
+    for key, value in counts.items():
+        if key not in AUDIT_KEYS:
+            raise ValueError("audit record with an unknown key")
+        if type(value) is not int or value < 0:
+            raise ValueError("audit record with a count that is not a non-negative integer")
+        if value:
+            out[key] = min(value, AUDIT_COUNT_CAP)
+    return out
 
 
 def limits_message(limits: Limits) -> dict[str, Any]:
@@ -102,7 +149,10 @@ class ChildRun:
         timed_out: The parent killed the child at a setup or call deadline.
         lingered: The child was killed because it did not exit after its last record.
         violation: Why the result channel was rejected, empty when it was not.
-        tail_s: Seconds from the last record (or the spawn) to the exit.
+        audit: Runtime telemetry the child reported (key of :data:`~.protocol.AUDIT_KEYS` ->
+            its highest reported total); untrusted, for monitoring only.
+        audit_records: Audit records read from the child.
+        tail_s: Seconds from the last status record (or the spawn) to the exit.
         stdout: Captured stdout.
         stderr: Captured stderr.
     """
@@ -113,6 +163,8 @@ class ChildRun:
     timed_out: bool = False
     lingered: bool = False
     violation: str = ""
+    audit: dict[str, int] = field(default_factory=dict)
+    audit_records: int = 0
     tail_s: float = 0.0
     stdout: CappedBuffer = field(default_factory=lambda: CappedBuffer(0))
     stderr: CappedBuffer = field(default_factory=lambda: CappedBuffer(0))
@@ -187,6 +239,7 @@ class ChildSession:
         self.stdio = stdin_text is not None
         self.index = start
         self.end = start + 1 if self.stdio else len(job.calls)
+        self.audit_allowance = MAX_AUDIT_RECORDS + 1 + (self.end - start)
         self.max_frame = job.limits.max_value_bytes + 64 * 1024
         self.run = ChildRun(
             stdout=CappedBuffer(out_limit), stderr=CappedBuffer(job.limits.max_output_bytes)
@@ -354,7 +407,8 @@ class ChildSession:
             record = bytes(self.buffer[FRAME.size : FRAME.size + size])
             del self.buffer[: FRAME.size + size]
             now = time.monotonic()
-            self._accept(record, now - self.last)
+            if not self._accept(record, now - self.last):
+                continue  # telemetry or a violation: no step in the sequence
             self.last = now
             if self.phase == "call":
                 self.deadline = now + self.limits.call_timeout_s
@@ -366,14 +420,37 @@ class ChildSession:
         self.phase = "violation"
         self._kill()
 
-    def _accept(self, record: bytes, duration: float) -> None:
-        """Validate one record against the expected sequence and keep it."""
+    def _accept(self, record: bytes, duration: float) -> bool:
+        """Validate one record and keep it; True when it was the next status record."""
         try:
             obj = json.loads(record)
-        except ValueError:
-            return self._violation("unreadable result record")
+        except (ValueError, RecursionError):
+            self._violation("unreadable result record")
+            return False
         if type(obj) is not dict:
-            return self._violation("result record is not an object")
+            self._violation("result record is not an object")
+            return False
+        if obj.get("k") == AUDIT_RECORD:
+            self._accept_audit(obj)
+            return False
+        self._accept_status(obj, duration)
+        return self.phase != "violation"
+
+    def _accept_audit(self, obj: dict[str, Any]) -> None:
+        """Keep the highest total per kind; ignore records beyond the per-child allowance."""
+        if self.run.audit_records >= self.audit_allowance:
+            return
+        self.run.audit_records += 1
+        try:
+            counts = audit_counts(obj)
+        except ValueError as exc:
+            self._violation(str(exc))
+            return
+        for key, value in counts.items():
+            self.run.audit[key] = max(self.run.audit.get(key, 0), value)
+
+    def _accept_status(self, obj: dict[str, Any], duration: float) -> None:
+        """Validate a setup or call record against the expected sequence and keep it."""
         status, error, kind = obj.get("s"), obj.get("e", ""), obj.get("k")
         if status not in CHILD_STATUSES or type(error) is not str:
             return self._violation("result record with an unknown status")

@@ -10,7 +10,9 @@ The zygote inside connects back over a Unix socket in a host directory mounted i
 so the trusted parent passes pipes to each job child exactly as in the local backend and reads its
 records directly; jobs, limits, statuses and results are identical. Inside the container the job
 children still get their own session, rlimits, seccomp filter, unprivileged uid and private
-scratch directory, and the container adds its own namespaces, memory and pids cgroups.
+scratch directory, and the container adds its own namespaces, memory and pids cgroups. The same
+runner installs the same audit hook, so ``JobResult.events`` carries the same best-effort
+``audit_*`` telemetry as locally (see :mod:`.driver`).
 
 No image is pulled: build one locally (``.ci/docker_setup.sh`` does it with ``docker import`` of
 a minimal root file system holding a Python 3 and its standard library).

@@ -16,6 +16,13 @@ clock), ``killed_by_signal`` (any other signal), ``protocol_violations`` (malfor
 out-of-order records), ``lingered_after_last_call``, ``not_run_after_timeouts``,
 ``stdout_truncated``/``stderr_truncated`` and, per non-OK status, ``calls_<status>`` (for example
 ``calls_early_exit``).
+
+It also carries the runtime telemetry each child reported (see :mod:`.runner`), summed over the
+job's children and capped at :data:`~.protocol.AUDIT_COUNT_CAP`, as ``audit_<key>`` for each key
+of :data:`~.protocol.AUDIT_KEYS`: ``audit_kill``, ``audit_spawn``, ``audit_fs_write_outside``,
+``audit_fs_read_outside``, ``audit_network``, ``audit_native``, ``audit_tamper``. Unlike the
+other counters, these come from inside the untrusted process: best-effort evidence for the
+monitor, never used for a verdict.
 """
 
 from __future__ import annotations
@@ -28,7 +35,12 @@ from typing import Any
 
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
 from codea1_env.sandbox.child import CappedBuffer, ChildRun, ChildSession, WorkerBroken
-from codea1_env.sandbox.protocol import MAX_ERROR_CHARS, receive_message, send_message
+from codea1_env.sandbox.protocol import (
+    AUDIT_COUNT_CAP,
+    MAX_ERROR_CHARS,
+    receive_message,
+    send_message,
+)
 
 __all__ = ["MAX_TIMEOUTS_PER_JOB", "WorkerBroken", "ZygoteClient"]
 
@@ -233,6 +245,9 @@ def _merge(
     exit_info = run.exit or {}
     if exit_info.get("signal") is not None and not run.timed_out and not run.lingered:
         events["killed_by_signal"] += 1
+    for key, count in run.audit.items():
+        name = f"audit_{key}"
+        events[name] = min(AUDIT_COUNT_CAP, events[name] + count)
 
 
 def _skip_after_timeouts(

@@ -40,6 +40,12 @@ After every job the zygote kills what is left (the group, then every process in 
 namespace, or every process of the worker's uid without one), removes the scratch directory and
 the parent closes all pipe ends: no leftover processes, files or descriptors.
 
+Besides these layers, each job child counts what its program attempts (signals, spawning, files
+outside the scratch directory, network, ``ctypes``, audit-hook or trace tampering) with a Python
+audit hook and reports the totals as ``audit_*`` entries of ``JobResult.events``. That is
+telemetry from inside the untrusted process, for the reward-hacking monitor only: it enforces
+nothing and decides no verdict (see :mod:`.runner`).
+
 The sandbox refuses to start when a required layer is missing (default
 :data:`~codea1_env.sandbox.layers.DEFAULT_REQUIRED_LAYERS`: ``process_group``, ``rlimits`` and
 ``seccomp``). Opt out with ``LocalSandbox(require=())`` or ``CODEA1_SANDBOX_REQUIRE=none`` (or

@@ -9,6 +9,17 @@ only the standard library and the worker files). It must therefore import nothin
 * Job headers (parent -> child, on the child's stdin pipe) and result records (child -> parent,
   on descriptor :data:`RESULT_FD`) are length-prefixed JSON frames: a 4-byte big-endian length,
   then the JSON text. Result values inside records are tagged JSON (:mod:`codea1_env.plain`).
+
+Result records, as a child writes them:
+
+* ``{"k": "setup", "i": -1, "s": STATUS, "e": ERROR}`` - the program's top level ran (or not);
+* ``{"k": "call", "i": INDEX, "s": STATUS, "e": ERROR, "v": VALUE}`` - one call, in order;
+* ``{"k": "audit", "c": {KEY: COUNT, ...}}`` - runtime telemetry: the child's running totals of
+  the audit events its program raised (:data:`AUDIT_KEYS`), sent before a status record when
+  they changed, and at once the first time a kind is seen. Audit records may come at any point
+  before the last status record; they never advance the sequence nor reset a deadline. They are
+  reported by the untrusted process itself, so they are best-effort monitoring data, never
+  evidence for a verdict.
 """
 
 from __future__ import annotations
@@ -20,6 +31,9 @@ import struct
 from typing import Any
 
 __all__ = [
+    "AUDIT_COUNT_CAP",
+    "AUDIT_KEYS",
+    "AUDIT_RECORD",
     "CHILD_STATUSES",
     "EXIT_RUNNER_ERROR",
     "EXIT_RUNNER_MEMORY",
@@ -48,6 +62,20 @@ CHILD_STATUSES = ("ok", "exception", "early_exit", "memory", "not_plain")
 """Statuses a child may report; timeouts and crashes are decided by the trusted side only."""
 MAX_ERROR_CHARS = 1000
 """Longest error text a child reports."""
+AUDIT_RECORD = "audit"
+"""Record kind (``"k"``) of runtime telemetry records."""
+AUDIT_KEYS = (
+    "kill",
+    "spawn",
+    "fs_write_outside",
+    "fs_read_outside",
+    "network",
+    "native",
+    "tamper",
+)
+"""Kinds of audit events a child counts; the parent reports them as ``audit_<key>`` events."""
+AUDIT_COUNT_CAP = 1_000_000
+"""Largest count the parent accepts per kind and child (larger claims are clamped)."""
 
 
 def pack_frame(payload: bytes) -> bytes:

@@ -11,20 +11,42 @@ what it needs, keeps its own copy of ``builtins`` (:class:`_Builtins`) and seria
 C-level helpers only, so a program cannot break the reporting of its own outcomes by accident.
 A program that deliberately forges records can only claim values it could have returned anyway:
 the trusted parent validates the sequence and decodes values as plain data, nothing else.
+
+Runtime telemetry (:class:`AuditTelemetry`): before any untrusted code runs, the child installs a
+Python audit hook (:pep:`578`; hooks cannot be removed once added). It *counts*, never blocks,
+what the program does while one of its calls runs (the hook is armed only then, so the runner's
+own work and the zygote's start-up are not counted, nor are the reads the import system does to
+load a module): signals (``os.kill``...), process spawning, file writes and reads outside the
+scratch directory, network use, ``ctypes`` and audit-hook/trace tampering. The running totals go
+to the parent in ``audit`` records (see :mod:`protocol`). This is best-effort monitoring data
+reported by the untrusted process itself: a program can forge or suppress it (write its own
+records, reach the counters through ``gc``, act through native code, which raises no Python
+audit event), so it is used for monitoring only and never for a verdict. Enforcement stays with
+seccomp, rlimits and namespaces.
 """
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import io
 import json
 import os
+import socket
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from protocol import EXIT_RUNNER_ERROR, MAX_ERROR_CHARS, RESULT_FD, pack_frame, read_frame
+from protocol import (
+    AUDIT_KEYS,
+    AUDIT_RECORD,
+    EXIT_RUNNER_ERROR,
+    FRAME,
+    MAX_ERROR_CHARS,
+    RESULT_FD,
+    read_frame,
+)
 
 # Captured before any untrusted code runs: a program may replace the module attributes.
 real_exit = os._exit
@@ -107,6 +129,281 @@ def _write_json(obj: Any, emit: Callable[[str], Any]) -> None:
         raise TypeError(f"cannot serialize {kind.__name__}")
 
 
+# --------------------------------------------------------------------------------------------
+# Runtime telemetry: an audit hook that counts what untrusted code does
+# --------------------------------------------------------------------------------------------
+
+_KILL, _SPAWN, _WRITE, _READ, _NETWORK, _NATIVE, _TAMPER = range(7)
+"""Indexes into :data:`protocol.AUDIT_KEYS`."""
+_OPEN = "open"
+_SOCKET_NEW = "socket.__new__"
+_COUNTED: dict[str, int] = {
+    "os.kill": _KILL,
+    "os.killpg": _KILL,
+    "signal.pthread_kill": _KILL,
+    "subprocess.Popen": _SPAWN,
+    "os.system": _SPAWN,
+    "os.exec": _SPAWN,
+    "os.posix_spawn": _SPAWN,
+    "os.spawn": _SPAWN,
+    "os.fork": _SPAWN,
+    "os.forkpty": _SPAWN,
+    "socket.connect": _NETWORK,
+    "socket.bind": _NETWORK,
+    "socket.sendto": _NETWORK,
+    "socket.sendmsg": _NETWORK,
+    "socket.getaddrinfo": _NETWORK,
+    "socket.gethostbyname": _NETWORK,
+    "socket.gethostbyname_ex": _NETWORK,
+    "socket.gethostbyaddr": _NETWORK,
+    "socket.getnameinfo": _NETWORK,
+    "ctypes.dlopen": _NATIVE,
+    "ctypes.dlsym": _NATIVE,
+    "ctypes.dlsym/handle": _NATIVE,
+    "ctypes.cdata": _NATIVE,
+    "ctypes.cdata/buffer": _NATIVE,
+    "ctypes.call_function": _NATIVE,
+    "ctypes.string_at": _NATIVE,
+    "ctypes.wstring_at": _NATIVE,
+    "ctypes.PyObj_FromPtr": _NATIVE,
+    "sys.addaudithook": _TAMPER,
+    "sys.settrace": _TAMPER,
+    "sys.setprofile": _TAMPER,
+    "sys._settraceallthreads": _TAMPER,
+    "sys._setprofileallthreads": _TAMPER,
+    "sys._current_frames": _TAMPER,
+    "gc.get_objects": _TAMPER,
+    "gc.get_referrers": _TAMPER,
+    "gc.get_referents": _TAMPER,
+}
+"""Audit events (CPython 3.10-3.12 table) counted whenever untrusted code raises them."""
+_PATH_EVENTS: dict[str, tuple[tuple[int, int, bool], ...]] = {
+    "os.remove": ((0, 1, True),),
+    "os.rename": ((0, 2, True), (1, 3, True)),
+    "os.rmdir": ((0, 1, True),),
+    "os.mkdir": ((0, 2, True),),
+    "os.chmod": ((0, 2, True),),
+    "os.chown": ((0, 3, True),),
+    "os.link": ((1, 3, True),),
+    "os.symlink": ((1, 2, True),),
+    "os.truncate": ((0, -1, True),),
+    "os.utime": ((0, 3, True),),
+    "os.setxattr": ((0, -1, True),),
+    "os.removexattr": ((0, -1, True),),
+    "os.getxattr": ((0, -1, False),),
+    "os.listxattr": ((0, -1, False),),
+    "os.listdir": ((0, -1, False),),
+    "os.scandir": ((0, -1, False),),
+    "os.chdir": ((0, -1, False),),
+    "glob.glob/2": ((0, 3, False),),
+    "shutil.rmtree": ((0, 1, True),),
+    "shutil.copyfile": ((0, -1, False), (1, -1, True)),
+    "shutil.copymode": ((1, -1, True),),
+    "shutil.copystat": ((1, -1, True),),
+    "shutil.copytree": ((0, -1, False), (1, -1, True)),
+    "shutil.move": ((0, -1, True), (1, -1, True)),
+    "shutil.chown": ((0, -1, True),),
+    "shutil.make_archive": ((0, -1, True),),
+    "shutil.unpack_archive": ((0, -1, False), (1, -1, True)),
+    "tempfile.mkstemp": ((0, -1, True),),
+    "tempfile.mkdtemp": ((0, -1, True),),
+}
+"""File-system events: per path argument ``(index, dir_fd index or -1, writes)``; counted as
+``fs_write_outside``/``fs_read_outside`` when the path resolves outside the scratch directory."""
+_TRACKED: dict[str, Any] = {**_COUNTED, **_PATH_EVENTS, _OPEN: _OPEN, _SOCKET_NEW: _SOCKET_NEW}
+"""Every event the hook looks at; any other event returns at once."""
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_NEUTRAL_PATHS = frozenset(
+    ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
+    + ["/dev/stdin", "/dev/stdout", "/dev/stderr"]
+)
+"""Device files that are not "outside the scratch directory" in any useful sense."""
+_NEUTRAL_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+_IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport")
+"""Code file names of the import machinery (frozen, as CPython ships it) ..."""
+_IMPORT_SYSTEM_FILES = (
+    "/importlib/_bootstrap.py",
+    "/importlib/_bootstrap_external.py",
+    "/zipimport.py",
+)
+"""... and as source files (``-X frozen_modules=off``, debug builds)."""
+_AF_UNIX = int(socket.AF_UNIX)
+
+# Captured before any untrusted code runs; the hook runs while the program's (possibly patched or
+# emptied) builtins are live, so it names nothing through them.
+_len = len
+_zip = zip
+_OSError = OSError
+_frame_pack = FRAME.pack
+_getframe = sys._getframe
+_getcwd = os.getcwd
+_readlink = os.readlink
+_fsdecode = os.fsdecode
+_fspath = os.fspath
+_normpath = os.path.normpath
+_realpath = os.path.realpath
+_gettrace = sys.gettrace
+_getprofile = sys.getprofile
+_add_audit_hook = sys.addaudithook
+_write_lock = _thread.allocate_lock()
+
+
+def _write_frame(record: str, wait_s: float = -1.0) -> bool:
+    """Write one record frame to the result channel; False when it could not be written.
+
+    Uses no builtins (the audit hook calls it while the program's builtins are live) and holds
+    a lock, so that a record written by the hook in a thread of the program never lands inside
+    one the runner is writing.
+    """
+    payload = record.encode("utf-8", "surrogatepass")
+    data = _frame_pack(_len(payload)) + payload
+    if not _write_lock.acquire(True, wait_s):
+        return False
+    try:
+        while data:
+            written = real_write(RESULT_FD, data)
+            data = data[written:]
+    except _OSError:
+        return False
+    finally:
+        _write_lock.release()
+    return True
+
+
+class AuditTelemetry:
+    """Counts audit events raised by untrusted code, by kind (:data:`protocol.AUDIT_KEYS`).
+
+    Armed only while a call of the program runs (:attr:`armed`); never blocks anything and never
+    raises into the program. The first event of each kind is reported at once (so that a program
+    that then kills itself is still counted); otherwise the runner sends the totals before its
+    next status record (:meth:`record`). Events raised by threads of the program are counted
+    while one of its calls runs; events of processes it forks stay in those processes unless
+    they report them themselves.
+
+    Args:
+        scratch: The job's scratch directory, resolved (the child's working directory at start,
+            as ``os.getcwd()`` reports it: no symbolic links).
+    """
+
+    def __init__(self, scratch: str) -> None:
+        self.scratch = scratch
+        self.scratch_prefix = self.scratch.rstrip("/") + "/"
+        self.counts = [0] * _len(AUDIT_KEYS)
+        self.reported = [False] * _len(AUDIT_KEYS)
+        self.armed = False
+        self.busy = False
+        self.dirty = False
+        self.saw_tracer = False
+
+    def install(self) -> None:
+        """Add the hook to the interpreter (for good: audit hooks cannot be removed)."""
+        tracked = _TRACKED.get
+
+        def hook(event: str, args: tuple[Any, ...]) -> None:
+            spec = tracked(event)
+            if spec is None or not self.armed or self.busy:
+                return
+            self._handle(spec, args)
+
+        _add_audit_hook(hook)
+
+    def record(self) -> str:
+        """The ``audit`` record of the totals so far (and mark them reported)."""
+        self.dirty = False
+        items = ",".join(
+            f'"{key}":{count:d}' for key, count in _zip(AUDIT_KEYS, self.counts) if count
+        )
+        return f'{{"k":"{AUDIT_RECORD}","c":{{{items}}}}}'
+
+    def check_tracer(self) -> None:
+        """Count, once, a trace or profile function left behind by the program."""
+        if not self.saw_tracer and (_gettrace() is not None or _getprofile() is not None):
+            self.saw_tracer = True
+            self._count(_TAMPER)
+
+    def _handle(self, spec: Any, args: tuple[Any, ...]) -> None:
+        self.busy = True
+        try:
+            if _type(spec) is int:
+                self._count(spec)
+            elif spec is _SOCKET_NEW:
+                if _len(args) > 1 and _type(args[1]) is int and args[1] != _AF_UNIX:
+                    self._count(_NETWORK)
+            elif not self._from_import_system():
+                if spec is _OPEN:
+                    self._path_event(((0, -1, self._open_writes(args)),), args)
+                else:
+                    self._path_event(spec, args)
+        except _BaseException:  # noqa: BLE001, S110 - telemetry never disturbs the program
+            pass
+        finally:
+            self.busy = False
+
+    def _count(self, kind: int) -> None:
+        self.counts[kind] += 1
+        self.dirty = True
+        if not self.reported[kind]:
+            self.reported[kind] = True
+            _write_frame(self.record(), 1.0)
+
+    @staticmethod
+    def _from_import_system() -> bool:
+        """The audited call came straight from the import machinery (loading a module)."""
+        frame = _getframe(3)  # 0 this, 1 _handle, 2 the hook, 3 the caller of the audited call
+        name = frame.f_code.co_filename
+        return name.startswith(_IMPORT_SYSTEM) or name.endswith(_IMPORT_SYSTEM_FILES)
+
+    @staticmethod
+    def _open_writes(args: tuple[Any, ...]) -> bool:
+        mode = args[1] if _len(args) > 1 else None
+        flags = args[2] if _len(args) > 2 else 0
+        if _type(flags) is int and flags & _WRITE_FLAGS:
+            return True
+        if _type(mode) is not str:
+            return False
+        return "w" in mode or "a" in mode or "x" in mode or "+" in mode
+
+    def _path_event(self, spec: tuple[tuple[int, int, bool], ...], args: tuple[Any, ...]) -> None:
+        wrote = read = False
+        for index, fd_index, writes in spec:
+            if index >= _len(args):
+                continue
+            dir_fd = args[fd_index] if 0 <= fd_index < _len(args) else None
+            if self._outside(args[index], dir_fd):
+                wrote = wrote or writes
+                read = read or not writes
+        if wrote:
+            self._count(_WRITE)
+        if read:
+            self._count(_READ)
+
+    def _outside(self, path: Any, dir_fd: Any) -> bool:
+        """True when ``path`` (relative to ``dir_fd`` or the cwd) resolves outside scratch."""
+        if _type(path) is int:
+            if path < 0:
+                return False
+            text = _readlink(f"/proc/self/fd/{path:d}")
+        elif _type(path) is str:
+            text = path
+        else:
+            text = _fsdecode(_fspath(path))
+        if not text:
+            return False
+        if not text.startswith("/"):
+            if _type(path) is int:
+                return False  # a pipe, socket or anonymous descriptor
+            if _type(dir_fd) is int and dir_fd >= 0:
+                base = _readlink(f"/proc/self/fd/{dir_fd:d}")
+            else:
+                base = _getcwd()
+            text = f"{base}/{text}"
+        text = _normpath(text)
+        if text in _NEUTRAL_PATHS or text.startswith(_NEUTRAL_PREFIXES):
+            return False
+        real = _realpath(text)
+        return real != self.scratch and not real.startswith(self.scratch_prefix)
+
+
 class _Builtins:
     """Keeps the runner's builtins apart from the program's.
 
@@ -147,10 +444,13 @@ class JobRunner:
         self.plain_error = plain_error
         self.max_value_bytes = 1 << 20
         self.builtins: _Builtins | None = None
+        self.audit: AuditTelemetry | None = None
         self.pid = _getpid()
 
     def run(self) -> None:
         """Read the job from stdin, run it, stream the records, and exit the process."""
+        self.audit = AuditTelemetry(_getcwd())
+        self.audit.install()
         header = json.loads(read_frame(0, 1 << 30))
         self.max_value_bytes = int(header.get("max_value_bytes", self.max_value_bytes))
         stdio = header.get("mode") == "stdio"
@@ -172,16 +472,20 @@ class JobRunner:
 
     def _untrusted(self, function: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
         """Call untrusted code with the program's builtins; ``(raised, result_or_exception)``."""
-        assert self.builtins is not None
+        assert self.builtins is not None and self.audit is not None
+        audit = self.audit
         self.builtins.enter_program()
+        audit.armed = True
         try:
             return False, function(*args)
         except _BaseException as exc:  # noqa: BLE001 - untrusted code may raise anything
             return True, exc
         finally:
+            audit.armed = False
             if _getpid() != self.pid:
                 real_exit(0)  # a process the program forked must not go on running the job
             self.builtins.leave_program()
+            audit.check_tracer()
 
     def _describe(self, exc: BaseException) -> str:
         """:func:`describe_exception` of an exception whose ``__str__`` may be untrusted code."""
@@ -189,12 +493,10 @@ class JobRunner:
         return "BaseException" if raised else _str(text)
 
     def _send(self, record: str) -> None:
-        data = pack_frame(record.encode("utf-8", "surrogatepass"))
-        try:
-            while data:
-                written = real_write(RESULT_FD, data)
-                data = data[written:]
-        except OSError:
+        """Send one status record, preceded by the audit totals when they changed."""
+        if self.audit is not None and self.audit.dirty and not _write_frame(self.audit.record()):
+            real_exit(EXIT_RUNNER_ERROR)
+        if not _write_frame(record):
             real_exit(EXIT_RUNNER_ERROR)
 
     def _send_status(self, kind: str, index: int, status: str, error: str = "") -> None:

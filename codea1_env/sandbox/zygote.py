@@ -12,7 +12,9 @@ The zygote runs under the worker seccomp filter itself (loaded last at start-up)
 inherits it for free. A freshly forked job child then confines itself
 (:meth:`Zygote.confine_child`) before it reads anything: its own session, descriptors 0-3 only,
 a private scratch directory, rlimits, an unprivileged uid, the small job seccomp filter and a
-scrubbed environment.
+scrubbed environment. Only then does the runner (:mod:`runner`) install its audit hook, which
+counts what the program does for the monitor (runtime telemetry, never a verdict), and read the
+job. The zygote itself installs no hook, so its own work is never counted.
 """
 
 from __future__ import annotations
