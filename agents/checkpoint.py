@@ -1,0 +1,172 @@
+"""Atomic checkpoints: ``run_dir/checkpoints/step_N/`` plus a ``latest`` pointer file.
+
+A checkpoint is written into a temporary directory next to its final place, every file is
+fsynced, and the directory is renamed into place with :func:`os.replace`; only then is the
+``latest`` pointer rewritten (temp file + fsync + rename). A process killed at any moment leaves
+either the previous checkpoint or the new one, never a half-written one: a directory without the
+``COMPLETE`` marker is ignored and cleaned up. The last ``keep`` checkpoints are kept.
+
+RNG states (Python, NumPy's global state, torch CPU and CUDA) are captured and restored here too.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "COMPLETE_MARKER",
+    "capture_rng_state",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "restore_rng_state",
+    "write_checkpoint",
+    "write_text_atomic",
+]
+
+COMPLETE_MARKER = "COMPLETE"
+"""File written last inside a checkpoint directory; its presence means the checkpoint is whole."""
+
+_STEP_DIR = re.compile(r"^step_(\d+)$")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(dirpath))
+
+
+def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
+    """Complete checkpoints under ``run_dir/checkpoints``, as ``(step, path)`` sorted by step."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = []
+    for child in root.iterdir():
+        match = _STEP_DIR.match(child.name)
+        if match and child.is_dir() and (child / COMPLETE_MARKER).is_file():
+            found.append((int(match.group(1)), child))
+    return sorted(found)
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint to resume from, or None when the run has none.
+
+    Follows the ``latest`` pointer when it names a complete checkpoint; otherwise (a pointer
+    lost or stale after a crash) falls back to the highest complete ``step_N``.
+    """
+    root = Path(run_dir) / "checkpoints"
+    pointer = root / "latest"
+    if pointer.is_file():
+        name = pointer.read_text(encoding="utf-8").strip()
+        candidate = root / name
+        if _STEP_DIR.match(name) and (candidate / COMPLETE_MARKER).is_file():
+            return candidate
+    found = list_checkpoints(Path(run_dir))
+    return found[-1][1] if found else None
+
+
+def write_checkpoint(
+    run_dir: Path, step: int, write: Callable[[Path], None], *, keep: int = 2
+) -> Path:
+    """Write checkpoint ``step`` atomically and prune old ones.
+
+    Args:
+        run_dir: The run directory.
+        step: Step number (names the directory ``step_{step}``).
+        write: Called with an empty temporary directory; writes every file of the checkpoint.
+        keep: Complete checkpoints to keep (the newest ones).
+
+    Returns:
+        The final checkpoint directory.
+
+    """
+    root = Path(run_dir) / "checkpoints"
+    root.mkdir(parents=True, exist_ok=True)
+    for stale in root.glob(".tmp_step_*"):  # leftovers of a write killed midway
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp_step_{step}_"))
+    try:
+        write(tmp)
+        (tmp / COMPLETE_MARKER).write_text(f"{step}\n", encoding="utf-8")
+        _fsync_tree(tmp)
+        final = root / f"step_{step}"
+        if final.exists():
+            trash = root / f".tmp_step_{step}_old"
+            shutil.rmtree(trash, ignore_errors=True)
+            os.replace(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(tmp, final)
+        _fsync_dir(root)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    write_text_atomic(root / "latest", f"step_{step}\n")
+    for _old_step, old in list_checkpoints(Path(run_dir))[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """Python, NumPy (global) and torch (CPU and every CUDA device) RNG states."""
+    state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state()}
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the trainer always has torch
+        return state
+    state["torch"] = torch.get_rng_state()
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    """Restore what :func:`capture_rng_state` captured (missing parts are left alone)."""
+    if "python" in state:
+        random.setstate(state["python"])
+    if "numpy" in state:
+        np.random.set_state(state["numpy"])
+    if "torch" in state or "cuda" in state:
+        import torch
+
+        if "torch" in state:
+            torch.set_rng_state(state["torch"])
+        if "cuda" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,566 @@
+"""The trainer's configuration: one dataclass, every field documented, presets, JSON and CLI flags.
+
+:class:`TrainConfig` follows CleanRL's ``Args`` and TRL's ``GRPOConfig``: a docstring under every
+field. The defaults are the Code-A1 authors' GPU hyperparameters (GRPO, asymmetric PPO-clip
+0.20/0.28 with token-mean, low-variance KL 0.001, lr 1e-6 cosine with 10 warm-up steps, weight
+decay 0.1, grad clip 1.0, 8 codes per question and 8 test suites per code, rollouts at T=1.0).
+:func:`from_preset` gives the CPU preset ``"tiny"`` that a new user runs first, the test preset
+``"nano"``, and the GPU presets ``"1.5b"``, ``"3b"`` and ``"7b"`` (Qwen2.5-Coder-*-Instruct).
+
+Model specs (``coder_model``, ``tester_model``) are either a local directory or hub name that
+``transformers`` can load, or ``"builtin:<size>"`` for a small Qwen2-architecture model built from
+config with the package's own tokenizer (``size`` is ``nano``, ``tiny`` or ``small``; no download).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import inspect
+import json
+import os
+import tempfile
+import textwrap
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "MODES",
+    "PRESETS",
+    "TrainConfig",
+    "add_config_arguments",
+    "config_from_args",
+    "field_docs",
+    "from_preset",
+]
+
+MODES = ("code-a1", "golden", "self-play")
+"""Training modes: Code-A1 (two models), Golden Tests baseline, Self-Play baseline."""
+
+Mode = Literal["code-a1", "golden", "self-play"]
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run needs. Saved as ``config.json`` in the run directory."""
+
+    # --- run ---------------------------------------------------------------------------------
+    exp_name: str = "codea1"
+    """Experiment name, the first part of the run directory name."""
+    mode: Mode = "code-a1"
+    """``code-a1`` (two models trained against each other), ``golden`` (coder rewarded by the GT
+    tests only, no tester) or ``self-play`` (one model and one optimizer play both roles)."""
+    seed: int = 0
+    """Seed for Python, NumPy and torch, the problem sampler and the rollouts."""
+    steps: int = 200
+    """Number of RL steps (each: sample problems, roll out both players, judge, update)."""
+    output_dir: str | None = None
+    """Run directory. A run whose directory already holds a checkpoint resumes from it. When
+    unset: ``{runs_root}/{exp_name}__{mode}__{seed}__{unix time}`` (a fresh run every time)."""
+    runs_root: str = "runs"
+    """Parent of generated run directories (used only when ``output_dir`` is unset)."""
+    device: str = "auto"
+    """``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda[:N]``."""
+    num_threads: int | None = None
+    """torch CPU threads (``None``: torch's default)."""
+
+    # --- models --------------------------------------------------------------------------------
+    coder_model: str = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    """Code LLM: a local model directory, a hub name, or ``builtin:nano|tiny|small``."""
+    tester_model: str = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
+    """Test LLM (ignored in ``golden`` and ``self-play`` modes): same forms as ``coder_model``."""
+    bf16: bool = True
+    """Run forward passes under bfloat16 autocast (weights stay float32)."""
+    gradient_checkpointing: bool = True
+    """Recompute activations in the backward pass to save memory."""
+    use_lora: bool = False
+    """Train LoRA adapters through ``peft`` instead of all weights."""
+    lora_r: int = 16
+    """LoRA rank."""
+    lora_alpha: int = 32
+    """LoRA scaling numerator."""
+    lora_dropout: float = 0.05
+    """LoRA dropout."""
+    lora_target_modules: tuple[str, ...] = (
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    )
+    """Module names that receive LoRA adapters."""
+    prompt_style: Literal["chat", "compact"] = "chat"
+    """``chat``: the paper-style instructions (wrapped in the chat template when the tokenizer has
+    one); ``compact``: the short prompts of the tiny CPU models (``agents.prompts.*_COMPACT``)."""
+    generation_backend: str = "auto"
+    """``auto`` (vLLM when installed and a GPU is present, else transformers), ``transformers``
+    or ``vllm``."""
+
+    # --- problems ------------------------------------------------------------------------------
+    problems: str = "bank"
+    """Training problems, a ``codea1_env.problems.load_source`` spec (``bank``, ``humaneval``,
+    ``procedural:SEED``, ``kodcode:PATH``, ``jsonl:PATH`` ...), or
+    ``procedural:SEED:train:FAMILY+FAMILY`` for some procedural families only. The paper trains
+    on KodCode."""
+    eval_problems: str = "humaneval"
+    """Held-out problems for the before/after evaluation (a source spec, as ``problems``)."""
+    eval_size: int = 64
+    """Number of held-out problems evaluated (the first ``eval_size`` ids, fixed)."""
+    problems_per_step: int = 8
+    """Problems sampled per RL step."""
+
+    # --- rollouts ------------------------------------------------------------------------------
+    n_codes: int = 8
+    """Codes sampled per problem (the coder's GRPO group)."""
+    n_suites: int = 8
+    """Test suites sampled per code (the tester's GRPO group, see ``tester_group``)."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
+    top_p: float = 1.0
+    """Nucleus sampling of the rollouts."""
+    max_code_tokens: int = 1024
+    """Token budget of one code."""
+    max_test_tokens: int = 1024
+    """Token budget of one test suite."""
+    eval_temperature: float = 0.7
+    """Sampling temperature of the evaluation (0 means greedy)."""
+    eval_tester_temperature: float | None = None
+    """Evaluation temperature of the tester (``None``: ``eval_temperature``). Greedy decoding
+    makes small testers repeat one assert line, and duplicates count as invalid tests."""
+    eval_top_p: float = 0.95
+    """Nucleus sampling of the evaluation."""
+    eval_samples: int = 1
+    """Samples per held-out problem in the evaluation (the paper reports avg@32)."""
+
+    # --- rewards -------------------------------------------------------------------------------
+    alpha: float = 0.5
+    """Tester reward weight: ``R = alpha * R_val + (1 - alpha) * R_adv``."""
+    k: int = 8
+    """At most ``k`` tests of a suite count (and ``k`` mistake-book tests are replayed)."""
+    tester_group: Literal["update_n", "all"] = "update_n"
+    """``update_n`` (the paper): per problem, only the code whose suite rewards vary most gives
+    the tester's group (its ``n_suites`` suites); ``all``: every code's suites form a group."""
+    mistake_book: bool = True
+    """Keep a mistake book (``run_dir/mistake_book.sqlite``) and replay it against candidates."""
+
+    # --- optimisation --------------------------------------------------------------------------
+    lr: float = 1e-6
+    """AdamW learning rate of both players."""
+    tester_lr: float | None = None
+    """Tester learning rate (``None``: same as ``lr``)."""
+    lr_schedule: Literal["cosine", "constant", "linear"] = "cosine"
+    """Schedule after warm-up (cosine to zero over ``steps``, or constant, or linear decay)."""
+    warmup_steps: int = 10
+    """Linear warm-up steps."""
+    weight_decay: float = 0.1
+    """AdamW weight decay."""
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    """AdamW betas."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping norm (0 disables)."""
+    clip_low: float = 0.20
+    """PPO-clip lower epsilon: ratio clipped at ``1 - clip_low``."""
+    clip_high: float = 0.28
+    """PPO-clip upper epsilon: ratio clipped at ``1 + clip_high`` (asymmetric, "clip-higher")."""
+    loss_aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = (
+        "token-mean"
+    )
+    """How per-token losses are averaged (the paper: token-mean)."""
+    kl_coef: float = 0.001
+    """Coefficient of the low-variance (k3) KL to the frozen reference policy (0 disables it
+    and the reference model)."""
+    normalize_advantages: bool = True
+    """Divide group-centred rewards by the group standard deviation (GRPO)."""
+    ppo_epochs: int = 1
+    """Passes over each rollout batch."""
+    mini_batches: int = 1
+    """Optimizer steps per pass over the rollout batch."""
+    micro_batch_size: int = 8
+    """Sequences per forward/backward; gradients accumulate up to a mini-batch."""
+
+    # --- supervised warm start -----------------------------------------------------------------
+    sft_steps: int = 0
+    """Supervised steps on GT solutions of the training problems before RL (0: none)."""
+    sft_tester_steps: int | None = None
+    """Supervised steps of the tester on GT-valid assert lines (``None``: same as ``sft_steps``)."""
+    sft_batch_size: int = 16
+    """Sequences per supervised step."""
+    sft_lr: float = 1e-3
+    """Supervised learning rate (constant after a short warm-up)."""
+
+    # --- logging and checkpoints ---------------------------------------------------------------
+    checkpoint_every: int = 10
+    """Write a checkpoint every this many RL steps (and always at the end)."""
+    keep_checkpoints: int = 2
+    """Checkpoints kept on disk (older ones are deleted)."""
+    eval_before_after: bool = True
+    """Evaluate on the held-out problems before and after RL and print the summary table."""
+    tensorboard: bool = True
+    """Write TensorBoard scalars to ``run_dir/tb``."""
+    wandb: bool = False
+    """Also log to Weights & Biases (needs ``wandb`` and a login)."""
+    wandb_project: str = "codea1"
+    """Weights & Biases project."""
+    progress_bar: bool = True
+    """Show a tqdm progress bar with live rewards."""
+    sandbox_workers: int | None = None
+    """Worker processes of the local sandbox (``None``: the sandbox's default)."""
+
+    def __post_init__(self) -> None:
+        """Coerce JSON lists back to tuples and validate."""
+        self.lora_target_modules = tuple(self.lora_target_modules)
+        self.adam_betas = (float(self.adam_betas[0]), float(self.adam_betas[1]))
+        self.validate()
+
+    # ------------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Check every field's range.
+
+        Raises:
+            ValueError: naming the first bad field and its allowed values.
+
+        """
+        checks: list[tuple[str, bool, str]] = [
+            ("mode", self.mode in MODES, f"one of {MODES}"),
+            ("steps", self.steps >= 0, ">= 0"),
+            ("problems_per_step", self.problems_per_step >= 1, ">= 1"),
+            ("n_codes", self.n_codes >= 1, ">= 1"),
+            ("n_suites", self.n_suites >= 1, ">= 1"),
+            ("temperature", self.temperature > 0, "> 0"),
+            ("top_p", 0 < self.top_p <= 1, "in (0, 1]"),
+            ("eval_temperature", self.eval_temperature >= 0, ">= 0"),
+            ("eval_top_p", 0 < self.eval_top_p <= 1, "in (0, 1]"),
+            (
+                "eval_tester_temperature",
+                self.eval_tester_temperature is None or self.eval_tester_temperature >= 0,
+                ">= 0 or null",
+            ),
+            ("eval_samples", self.eval_samples >= 1, ">= 1"),
+            ("eval_size", self.eval_size >= 1, ">= 1"),
+            ("max_code_tokens", self.max_code_tokens >= 1, ">= 1"),
+            ("max_test_tokens", self.max_test_tokens >= 1, ">= 1"),
+            ("alpha", 0 <= self.alpha <= 1, "in [0, 1]"),
+            ("k", self.k >= 1, ">= 1"),
+            ("tester_group", self.tester_group in ("update_n", "all"), "update_n or all"),
+            ("lr", self.lr > 0, "> 0"),
+            ("tester_lr", self.tester_lr is None or self.tester_lr > 0, "> 0 or null"),
+            ("lr_schedule", self.lr_schedule in ("cosine", "constant", "linear"), "a schedule"),
+            ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
+            ("weight_decay", self.weight_decay >= 0, ">= 0"),
+            ("max_grad_norm", self.max_grad_norm >= 0, ">= 0"),
+            ("clip_low", 0 <= self.clip_low < 1, "in [0, 1)"),
+            ("clip_high", self.clip_high >= 0, ">= 0"),
+            (
+                "loss_aggregation",
+                self.loss_aggregation
+                in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"),
+                "token-mean, seq-mean-token-mean or seq-mean-token-sum",
+            ),
+            ("kl_coef", self.kl_coef >= 0, ">= 0"),
+            ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
+            ("mini_batches", self.mini_batches >= 1, ">= 1"),
+            ("micro_batch_size", self.micro_batch_size >= 1, ">= 1"),
+            ("sft_steps", self.sft_steps >= 0, ">= 0"),
+            (
+                "sft_tester_steps",
+                self.sft_tester_steps is None or self.sft_tester_steps >= 0,
+                ">= 0 or null",
+            ),
+            ("sft_batch_size", self.sft_batch_size >= 1, ">= 1"),
+            ("sft_lr", self.sft_lr > 0, "> 0"),
+            ("checkpoint_every", self.checkpoint_every >= 1, ">= 1"),
+            ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
+            ("lora_r", self.lora_r >= 1, ">= 1"),
+            ("prompt_style", self.prompt_style in ("chat", "compact"), "chat or compact"),
+            (
+                "generation_backend",
+                self.generation_backend in ("auto", "transformers", "vllm"),
+                "auto, transformers or vllm",
+            ),
+        ]
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ValueError(
+                    f"TrainConfig.{name} = {getattr(self, name)!r} is invalid: expected {allowed}"
+                )
+        if self.mode == "code-a1" and self.n_suites < 2 and self.tester_group == "update_n":
+            raise ValueError("TrainConfig.n_suites must be >= 2 for the tester's GRPO group")
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def has_tester(self) -> bool:
+        """True when a test suite is sampled (``code-a1`` and ``self-play``)."""
+        return self.mode != "golden"
+
+    @property
+    def separate_tester(self) -> bool:
+        """True when the tester is a second model with its own optimizer (``code-a1``)."""
+        return self.mode == "code-a1"
+
+    @property
+    def tester_sft_steps(self) -> int:
+        """Resolved ``sft_tester_steps``."""
+        return self.sft_steps if self.sft_tester_steps is None else self.sft_tester_steps
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict of every field."""
+        out = dataclasses.asdict(self)
+        out["lora_target_modules"] = list(self.lora_target_modules)
+        out["adam_betas"] = list(self.adam_betas)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Build from a dict such as :meth:`to_dict` returns.
+
+        Raises:
+            ValueError: an unknown field (named) or a bad value.
+
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the config as JSON, atomically (temp file + fsync + rename)."""
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(self.to_dict(), fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> TrainConfig:
+        """Read a config written by :meth:`save`.
+
+        Raises:
+            ValueError: the file is not valid JSON or has an unknown or bad field (the message
+                names the file).
+
+        """
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a JSON object")
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: {exc}") from exc
+
+    def diff(self, other: TrainConfig) -> dict[str, tuple[Any, Any]]:
+        """Fields whose values differ: ``name -> (self's, other's)``."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+
+
+# ------------------------------------------------------------------------------------------------
+# Presets
+
+_GPU_COMMON: dict[str, Any] = {
+    "bf16": True,
+    "gradient_checkpointing": True,
+    "device": "auto",
+    "generation_backend": "auto",
+    "problems": "bank",
+    "eval_problems": "humaneval",
+    "eval_size": 164,
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        # The CPU preset a new user runs first: a ~1.4M-parameter Qwen2 built from config (the
+        # "nano" size: the largest that trains in minutes on 2 cores), the procedural "step"
+        # family (return a if x OP t else b: boundary bugs are off-by-one threshold or wrong
+        # comparison), a supervised warm start, then a short Code-A1 run. One torch thread: on
+        # two shared cores a second OpenMP thread spins against the sandbox workers and was
+        # measured 3-10x slower per step than one thread.
+        "exp_name": "tiny",
+        "coder_model": "builtin:nano",
+        "tester_model": "builtin:nano",
+        "device": "cpu",
+        "num_threads": 1,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "generation_backend": "transformers",
+        "prompt_style": "compact",
+        "problems": "procedural:0:train:step",
+        "eval_problems": "procedural:0:test:step",
+        "eval_size": 48,
+        "problems_per_step": 4,
+        "n_codes": 4,
+        "n_suites": 4,
+        "max_code_tokens": 40,
+        "max_test_tokens": 112,
+        "eval_temperature": 0.0,
+        "eval_tester_temperature": 0.7,
+        "eval_samples": 1,
+        "steps": 60,
+        "lr": 3e-4,
+        "warmup_steps": 3,
+        "weight_decay": 0.0,
+        "kl_coef": 0.001,
+        "micro_batch_size": 16,
+        "sft_steps": 600,
+        "sft_tester_steps": 400,
+        "sft_batch_size": 16,
+        "sft_lr": 5e-3,
+        "checkpoint_every": 10,
+    },
+    "nano": {
+        # For tests and quick smoke runs: a ~1.4M-parameter model, seconds per step.
+        "exp_name": "nano",
+        "coder_model": "builtin:nano",
+        "tester_model": "builtin:nano",
+        "device": "cpu",
+        "num_threads": 1,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "generation_backend": "transformers",
+        "prompt_style": "compact",
+        "problems": "procedural:0",
+        "eval_problems": "procedural:0:test",
+        "eval_size": 8,
+        "problems_per_step": 2,
+        "n_codes": 2,
+        "n_suites": 2,
+        "max_code_tokens": 40,
+        "max_test_tokens": 48,
+        "eval_temperature": 0.0,
+        "steps": 4,
+        "lr": 1e-4,
+        "warmup_steps": 1,
+        "weight_decay": 0.0,
+        "micro_batch_size": 8,
+        "sft_steps": 0,
+        "checkpoint_every": 2,
+        "eval_before_after": False,
+        "tensorboard": False,
+        "progress_bar": False,
+    },
+    "1.5b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen1.5b",
+        "coder_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "micro_batch_size": 8,
+    },
+    "3b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen3b",
+        "coder_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "micro_batch_size": 4,
+    },
+    "7b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen7b",
+        "coder_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
+        "micro_batch_size": 2,
+    },
+}
+"""Preset name -> field overrides of :class:`TrainConfig`'s (GPU, paper) defaults."""
+
+
+def from_preset(name: str, **overrides: Any) -> TrainConfig:
+    """Return the preset's config, with ``overrides`` applied.
+
+    Raises:
+        ValueError: unknown preset (the message lists the known ones) or bad override.
+
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
+    return TrainConfig.from_dict({**PRESETS[name], **overrides})
+
+
+# ------------------------------------------------------------------------------------------------
+# CLI flags generated from the fields
+
+
+def field_docs(cls: type = TrainConfig) -> dict[str, str]:
+    """Read the docstring written under each field of a dataclass (CleanRL style)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for node, nxt in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def _none_or(kind: type) -> Any:
+    def convert(text: str) -> Any:
+        return None if text.lower() in ("none", "null") else kind(text)
+
+    convert.__name__ = kind.__name__
+    return convert
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--flag`` per :class:`TrainConfig` field (underscores become dashes).
+
+    Every flag defaults to ``argparse.SUPPRESS`` so :func:`config_from_args` can tell which
+    fields the user set; booleans get ``--x/--no-x``; tuples take several values.
+    """
+    hints = typing.get_type_hints(TrainConfig)
+    docs = field_docs()
+    group = parser.add_argument_group("training config (defaults: the preset, else the paper's)")
+    for f in dataclasses.fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        hint = hints[f.name]
+        help_text = docs.get(f.name, "")
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text, "dest": f.name}
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint)
+        if hint is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif origin is Literal:
+            kwargs["choices"] = list(args)
+        elif origin is tuple:
+            kwargs["nargs"] = "+" if args[-1] is Ellipsis else len(args)
+            kwargs["type"] = args[0]
+            kwargs["metavar"] = args[0].__name__.upper()
+        elif type(None) in args:
+            base = next(a for a in args if a is not type(None))
+            kwargs["type"] = _none_or(base)
+            kwargs["metavar"] = base.__name__.upper()
+        else:
+            kwargs["type"] = hint
+        group.add_argument(flag, **kwargs)
+
+
+def config_from_args(args: argparse.Namespace, preset: str | None = None) -> TrainConfig:
+    """Build the config: the preset (or the paper defaults), then the flags the user gave.
+
+    Raises:
+        ValueError: unknown preset or a bad value (named).
+
+    """
+    if preset and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    base = dict(PRESETS[preset]) if preset else {}
+    for f in dataclasses.fields(TrainConfig):
+        if hasattr(args, f.name):
+            value = getattr(args, f.name)
+            base[f.name] = tuple(value) if isinstance(value, list) else value
+    return TrainConfig.from_dict(base)

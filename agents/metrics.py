@@ -1,0 +1,179 @@
+"""Training metrics: a JSONL file (one flushed line per step), TensorBoard, optional wandb.
+
+Keys are ``group/name`` with the groups CleanRL and the issue use: ``coder/`` and ``tester/``
+(rewards, pass rates, validity, adversarial rates), ``losses/`` (policy loss, KL, clip fraction),
+``charts/`` (learning rate, tokens/s, sandbox seconds and share, mistake-book size, step time).
+
+Resuming from step ``N`` first drops every JSONL line whose step is greater than ``N`` (lines
+written after the checkpoint by the killed run, which the resumed run writes again) and asks
+TensorBoard to purge events after ``N``, so the merged log has each step exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agents.checkpoint import write_text_atomic
+
+__all__ = ["MetricsLogger", "ProgressBar", "read_metrics"]
+
+
+def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a metrics JSONL file, skipping a torn last line (a crash mid-write)."""
+    rows: list[dict[str, Any]] = []
+    target = Path(path)
+    if not target.is_file():
+        return rows
+    for line in target.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def _clean(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+class MetricsLogger:
+    """Write each step's scalars to ``run_dir/metrics.jsonl``, TensorBoard and wandb.
+
+    Args:
+        run_dir: The run directory.
+        resume_step: The checkpoint step a resumed run restarts from (lines after it are
+            dropped); ``None`` for a fresh run.
+        tensorboard: Write TensorBoard event files to ``run_dir/tb``.
+        wandb_project: Log to this wandb project too (``None``: no wandb).
+        run_name: The run's name (wandb).
+        config: The config dict (wandb).
+
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        resume_step: int | None = None,
+        tensorboard: bool = True,
+        wandb_project: str | None = None,
+        run_name: str = "",
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.path = Path(run_dir) / "metrics.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if resume_step is not None:
+            kept = [r for r in read_metrics(self.path) if int(r.get("step", -1)) <= resume_step]
+            write_text_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
+        elif self.path.exists():
+            self.path.unlink()
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._tb: Any = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:  # pragma: no cover - tensorboard is in [train]
+                raise ImportError(
+                    "TensorBoard logging needs tensorboard: pip install 'codea1[train]' "
+                    "(or pass --no-tensorboard)"
+                ) from exc
+            purge = None if resume_step is None else resume_step + 1
+            self._tb = SummaryWriter(log_dir=str(Path(run_dir) / "tb"), purge_step=purge)
+        self._wandb: Any = None
+        if wandb_project:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ImportError("--wandb needs wandb: pip install wandb") from exc
+            self._wandb = wandb.init(
+                project=wandb_project,
+                name=run_name or None,
+                config=dict(config or {}),
+                resume="allow",
+                id=run_name or None,
+            )
+
+    def log(self, step: int, scalars: Mapping[str, Any]) -> dict[str, Any]:
+        """Log one step; returns the row written (non-finite or non-numeric values dropped)."""
+        row: dict[str, Any] = {"step": int(step)}
+        for key, value in scalars.items():
+            number = _clean(value)
+            if number is not None:
+                row[key] = number
+        self._fh.write(json.dumps(row) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        if self._tb is not None:
+            for key, value in row.items():
+                if key != "step":
+                    self._tb.add_scalar(key, value, step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log({k: v for k, v in row.items() if k != "step"}, step=step)
+        return row
+
+    def close(self) -> None:
+        """Flush and close every sink. Idempotent."""
+        if not self._fh.closed:
+            self._fh.close()
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+        if self._wandb is not None:
+            self._wandb.finish()
+            self._wandb = None
+
+    def __enter__(self) -> MetricsLogger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class ProgressBar:
+    """A tqdm bar over the RL steps showing the live rewards (a no-op when disabled)."""
+
+    SHOWN = {
+        "coder/reward": "R_code",
+        "coder/gt_pass_rate": "gt",
+        "tester/reward": "R_test",
+        "tester/validity": "val",
+        "tester/adversarial": "adv",
+        "losses/coder_kl": "kl",
+        "charts/step_seconds": "s/step",
+    }
+
+    def __init__(self, total: int, initial: int = 0, enabled: bool = True) -> None:
+        self._bar: Any = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, initial=initial, desc="RL", dynamic_ncols=True)
+
+    def update(self, row: Mapping[str, Any]) -> None:
+        """Advance one step and show the row's headline numbers."""
+        if self._bar is None:
+            return
+        post = {short: f"{row[key]:.3f}" for key, short in self.SHOWN.items() if key in row}
+        self._bar.set_postfix(post, refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        """Close the bar."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

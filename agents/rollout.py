@@ -1,0 +1,167 @@
+"""Rollout samples as token sequences, and their log-probabilities under a model.
+
+A :class:`Sample` is one completion the trainer learns from: the prompt's token ids, the
+completion's token ids, its GRPO advantage and which role produced it. :func:`pack` right-pads a
+list of samples into ``prompt + completion`` tensors with a mask that is 1 exactly where the
+*next* token is a completion token, so ``token_logprobs(logits[:, :-1], ids[:, 1:], mask)`` gives
+the completion's log-probabilities and the loss ignores prompts and padding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    import torch
+    from torch import Tensor
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("agents.rollout needs PyTorch: pip install 'codea1[train]'") from exc
+
+from agents.grpo import token_logprobs
+
+__all__ = ["Batch", "Sample", "autocast", "micro_batches", "pack", "sequence_logprobs"]
+
+
+@dataclass
+class Sample:
+    """One completion to learn from.
+
+    Attributes:
+        prompt_ids: Token ids of the prompt (what the model was conditioned on).
+        completion_ids: Token ids the model sampled (stop/eos tokens included when sampled).
+        advantage: GRPO advantage of the completion (same for each of its tokens).
+        role: ``"coder"`` or ``"tester"``.
+        old_logprobs: Log-probabilities under the sampling policy, per completion token (filled
+            by the trainer before a multi-update PPO pass; ``None`` means "use the current
+            policy's values", which is exact for a single on-policy update).
+        ref_logprobs: Log-probabilities under the frozen reference, per completion token.
+
+    """
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    advantage: float
+    role: str = "coder"
+    old_logprobs: list[float] | None = None
+    ref_logprobs: list[float] | None = None
+
+    @property
+    def n_tokens(self) -> int:
+        """Number of completion tokens."""
+        return len(self.completion_ids)
+
+
+@dataclass
+class Batch:
+    """Packed samples.
+
+    Attributes:
+        input_ids: ``(B, L)`` prompt + completion ids, right-padded.
+        attention_mask: ``(B, L)`` 1 on real tokens.
+        loss_mask: ``(B, L - 1)`` 1 where position ``t`` predicts a completion token ``t + 1``.
+        advantages: ``(B,)``.
+        old_logprobs: ``(B, L - 1)`` aligned with ``loss_mask`` (zeros where unknown).
+        ref_logprobs: ``(B, L - 1)`` aligned with ``loss_mask`` (zeros where unknown).
+        has_old: Whether every sample carried ``old_logprobs``.
+        has_ref: Whether every sample carried ``ref_logprobs``.
+
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    loss_mask: Tensor
+    advantages: Tensor
+    old_logprobs: Tensor
+    ref_logprobs: Tensor
+    has_old: bool
+    has_ref: bool
+
+    def to(self, device: torch.device | str) -> Batch:
+        """Move every tensor to ``device``."""
+        return Batch(
+            self.input_ids.to(device),
+            self.attention_mask.to(device),
+            self.loss_mask.to(device),
+            self.advantages.to(device),
+            self.old_logprobs.to(device),
+            self.ref_logprobs.to(device),
+            self.has_old,
+            self.has_ref,
+        )
+
+
+def pack(samples: Sequence[Sample], pad_id: int) -> Batch:
+    """Right-pad ``samples`` into a :class:`Batch`.
+
+    Raises:
+        ValueError: when ``samples`` is empty or a sample has no prompt token.
+
+    """
+    if not samples:
+        raise ValueError("pack: no samples")
+    length = max(len(s.prompt_ids) + len(s.completion_ids) for s in samples)
+    n = len(samples)
+    ids = torch.full((n, length), pad_id, dtype=torch.long)
+    attention = torch.zeros((n, length), dtype=torch.long)
+    loss_mask = torch.zeros((n, length - 1), dtype=torch.float32)
+    old = torch.zeros((n, length - 1), dtype=torch.float32)
+    ref = torch.zeros((n, length - 1), dtype=torch.float32)
+    for row, sample in enumerate(samples):
+        if not sample.prompt_ids:
+            raise ValueError("pack: a sample has an empty prompt")
+        p, c = len(sample.prompt_ids), len(sample.completion_ids)
+        ids[row, : p + c] = torch.tensor(sample.prompt_ids + sample.completion_ids)
+        attention[row, : p + c] = 1
+        loss_mask[row, p - 1 : p - 1 + c] = 1.0
+        if sample.old_logprobs is not None:
+            old[row, p - 1 : p - 1 + c] = torch.tensor(sample.old_logprobs[:c])
+        if sample.ref_logprobs is not None:
+            ref[row, p - 1 : p - 1 + c] = torch.tensor(sample.ref_logprobs[:c])
+    advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
+    return Batch(
+        ids,
+        attention,
+        loss_mask,
+        advantages,
+        old,
+        ref,
+        all(s.old_logprobs is not None for s in samples),
+        all(s.ref_logprobs is not None for s in samples),
+    )
+
+
+def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
+    """Split ``samples`` into chunks of at most ``size``, sorted by length.
+
+    Sorting makes each chunk pad little; the order is deterministic.
+    """
+    order = sorted(
+        range(len(samples)),
+        key=lambda i: (len(samples[i].prompt_ids) + samples[i].n_tokens, i),
+    )
+    for start in range(0, len(order), size):
+        yield [samples[i] for i in order[start : start + size]]
+
+
+def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager[Any]:
+    """bfloat16 autocast on ``device`` when ``enabled``, else a no-op context."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def sequence_logprobs(
+    model: Any, batch: Batch, *, temperature: float = 1.0, bf16: bool = False
+) -> Tensor:
+    """Log-probabilities ``(B, L - 1)`` of each next token (zero outside ``loss_mask``).
+
+    Runs with gradients when the caller has them enabled.
+    """
+    device = batch.input_ids.device
+    with autocast(device, bf16):
+        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
+    logits = out.logits[:, :-1, :]
+    return token_logprobs(logits, batch.input_ids[:, 1:], batch.loss_mask, temperature)

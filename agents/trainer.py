@@ -1,0 +1,683 @@
+"""The self-play GRPO trainer: Code-A1, and the Golden Tests and Self-Play baselines.
+
+Read :meth:`Trainer.train` top to bottom (CleanRL style): set up (seeding, players, referee,
+logging, resume), supervised warm start, evaluation before RL, the RL loop, evaluation after RL,
+the summary. One RL step (:meth:`Trainer.step`):
+
+1. **Problems**: ``problems_per_step`` problems from the training source (a seeded sampler whose
+   state is checkpointed).
+2. **Coder rollouts**: ``n_codes`` codes per problem at ``temperature``.
+3. **Tester rollouts**: ``n_suites`` test suites per code, each written against that code
+   (white-box), in ``code-a1`` and ``self-play`` modes.
+4. **Judging**: the whole ``problems x codes x suites`` matrix in one
+   :meth:`codea1_env.referee.Referee.judge_many` call (one batched sandbox call), which also
+   updates the mistake book. The trainer never computes a reward itself.
+5. **Advantages**: GRPO, per group mean/std. The coder's group is a problem's codes; the tester's
+   group follows ``tester_group``: ``update_n`` (the paper) takes, per problem, only the code
+   whose suite rewards vary most and uses its suites as the group.
+6. **Updates**: PPO-clip (0.20/0.28, token-mean) + 0.001 x low-variance KL to the frozen
+   reference, for each player (``code-a1``: two models and optimizers; ``self-play``: one model
+   updated on both roles' samples; ``golden``: the coder only).
+7. **Metrics and checkpoints**: JSONL/TensorBoard/wandb, atomic checkpoints every
+   ``checkpoint_every`` steps.
+
+A run directory that holds a checkpoint is resumed: models, optimizers, schedulers, RNG states,
+the problem sampler, the step and the mistake book come back exactly as they were saved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
+
+from agents.checkpoint import (
+    capture_rng_state,
+    latest_checkpoint,
+    restore_rng_state,
+    write_checkpoint,
+    write_text_atomic,
+)
+from agents.config import TrainConfig
+from agents.grpo import group_advantages
+from agents.metrics import MetricsLogger, ProgressBar
+from agents.rollout import Sample
+from agents.sft import SupervisedExample, supervised_warm_start
+from agents.trainer_eval import evaluate, format_summary
+from agents.trainer_player import Player, build_player, resolve_device
+from agents.trainer_roles import RolePolicies, observation
+from codea1_env.problems.problem import Problem
+
+__all__ = [
+    "TrainResult",
+    "Trainer",
+    "resolve_run_dir",
+    "resolve_source",
+    "step_seed",
+    "select_tester_codes",
+]
+
+
+def step_seed(seed: int, step: int, role: str) -> int:
+    """A 31-bit seed for one rollout, a pure function of (run seed, step, role).
+
+    Rollouts therefore do not depend on how many random numbers earlier steps drew, which keeps a
+    resumed run on the same trajectory as an uninterrupted one.
+    """
+    digest = hashlib.sha256(f"{seed}/{step}/{role}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def resolve_source(spec: str) -> Any:
+    """Return the problem source for a spec.
+
+    ``procedural:SEED:SPLIT:FAMILIES`` (``FAMILIES`` joined by ``+``, e.g.
+    ``procedural:0:test:step+range``) restricts the procedural family; every other spec goes to
+    :func:`codea1_env.problems.load_source` (``bank``, ``procedural:SEED[:train|test]``, ...).
+
+    Raises:
+        ValueError: a malformed spec (from the source, which names it).
+    """
+    from codea1_env import problems as problem_sources
+
+    parts = spec.split(":")
+    if parts[0] == "procedural" and len(parts) == 4:
+        seed, split, families = parts[1], parts[2], parts[3].split("+")
+        if split not in ("train", "test") or not seed.isdigit():
+            raise ValueError(
+                f"bad procedural spec {spec!r}; expected 'procedural:SEED:train|test:FAMILY+...'"
+            )
+        return problem_sources.ProceduralSource(
+            seed=int(seed),
+            split=split,  # type: ignore[arg-type]
+            families=families,
+        )
+    return problem_sources.load_source(spec)
+
+
+def resolve_run_dir(config: TrainConfig) -> Path:
+    """``output_dir`` when set, else ``{runs_root}/{exp_name}__{mode}__{seed}__{unix time}``."""
+    if config.output_dir:
+        return Path(config.output_dir)
+    name = f"{config.exp_name}__{config.mode}__{config.seed}__{int(time.time())}"
+    return Path(config.runs_root) / name
+
+
+@dataclass
+class TrainResult:
+    """What a finished run returns.
+
+    Attributes:
+        run_dir: The run directory.
+        steps: RL steps completed (the final step number).
+        before: Evaluation before RL (empty when disabled).
+        after: Evaluation after RL (empty when disabled).
+        history: Metrics rows of the steps run by this process.
+        resumed_from: The checkpoint step this process resumed from (``None``: fresh run).
+
+    """
+
+    run_dir: Path
+    steps: int
+    before: dict[str, float] = field(default_factory=dict)
+    after: dict[str, float] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    resumed_from: int | None = None
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Trainer:
+    """Code-A1 self-play GRPO trainer.
+
+    Args:
+        config: The run's config.
+        run_dir: Override of the run directory (else :func:`resolve_run_dir`).
+        referee: A ready :class:`codea1_env.referee.Referee` to use (the trainer then does not
+            own or close it, and the mistake book is the referee's). By default the trainer
+            builds one with the local sandbox and ``run_dir/mistake_book.sqlite``.
+        train_source: A problem source to train on instead of ``config.problems`` (anything
+            with ``sample(rng)``, such as ``ProceduralSource(families=["step"])``).
+        eval_problems: Held-out problems instead of ``config.eval_problems``.
+        log: Where progress lines go (default: stderr).
+
+    Example:
+        >>> from agents.config import from_preset
+        >>> result = Trainer(from_preset("nano", output_dir="runs/demo")).train()  # doctest: +SKIP
+
+    """
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        *,
+        run_dir: Path | None = None,
+        referee: Any = None,
+        train_source: Any = None,
+        eval_problems: Sequence[Problem] | None = None,
+        log: Callable[[str], None] = _stderr,
+    ) -> None:
+        self.log = log
+        self.run_dir = Path(run_dir) if run_dir is not None else resolve_run_dir(config)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.checkpoint = latest_checkpoint(self.run_dir)
+        saved = self.run_dir / "config.json"
+        if self.checkpoint is not None and saved.is_file():
+            config = self._merge_saved_config(TrainConfig.load(saved), config)
+        self.config = config
+        config.save(saved)
+
+        # --- seeding ---------------------------------------------------------------------------
+        if config.num_threads:
+            torch.set_num_threads(config.num_threads)
+        _seed_everything(config.seed)
+        self.device = resolve_device(config.device)
+        self.sampler = np.random.default_rng(config.seed)
+        self.step_count = 0
+        self.before: dict[str, float] = {}
+
+        # --- problems --------------------------------------------------------------------------
+        self.train_source = train_source or resolve_source(config.problems)
+        self.eval_problems: list[Problem] = list(eval_problems or [])
+        if config.eval_before_after and eval_problems is None:
+            eval_source = resolve_source(config.eval_problems)
+            ids = list(eval_source.ids())[: config.eval_size]
+            self.eval_problems = [eval_source[i] for i in ids]
+
+        # --- players ---------------------------------------------------------------------------
+        self.coder = build_player(
+            "shared" if config.mode == "self-play" else "coder",
+            config.coder_model,
+            config,
+            seed=config.seed,
+            lr=config.lr,
+            device=self.device,
+        )
+        self.tester: Player | None = None
+        if config.separate_tester:
+            self.tester = build_player(
+                "tester",
+                config.tester_model,
+                config,
+                seed=config.seed,
+                lr=config.tester_lr or config.lr,
+                device=self.device,
+            )
+        tester_player = self.tester if self.tester is not None else self.coder
+        self.roles = RolePolicies(
+            self.coder,
+            tester_player if config.has_tester else None,
+            config,
+            specs={
+                "coder": config.coder_model,
+                "tester": config.tester_model if config.separate_tester else config.coder_model,
+            },
+        )
+
+        # --- referee and mistake book ---------------------------------------------------------
+        self._owns_referee = referee is None
+        self.mistake_book: Any = None
+        self.referee = referee if referee is not None else self._build_referee()
+        if referee is not None:
+            self.mistake_book = getattr(referee, "mistake_book", None)
+
+        # --- resume ----------------------------------------------------------------------------
+        self.resumed_from: int | None = None
+        if self.checkpoint is not None:
+            self._load_checkpoint(self.checkpoint)
+        self.metrics = MetricsLogger(
+            self.run_dir,
+            resume_step=self.resumed_from,
+            tensorboard=config.tensorboard,
+            wandb_project=config.wandb_project if config.wandb else None,
+            run_name=self.run_dir.name,
+            config=config.to_dict(),
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # setup helpers
+
+    def _merge_saved_config(self, saved: TrainConfig, given: TrainConfig) -> TrainConfig:
+        """On resume the saved config wins, except ``steps`` (so a run can be extended)."""
+        differences = {
+            k: v for k, v in saved.diff(given).items() if k not in ("steps", "output_dir")
+        }
+        if differences:
+            names = ", ".join(sorted(differences))
+            self.log(f"resume: keeping the saved config; ignoring changed fields: {names}")
+        return replace(saved, steps=given.steps, output_dir=given.output_dir)
+
+    def _build_referee(self) -> Any:
+        from codea1_env.referee import Referee
+        from codea1_env.rewards import RewardConfig
+
+        cfg = self.config
+        if cfg.mistake_book:
+            from codea1_env.mistake_book import SqliteMistakeBook
+
+            self.mistake_book = SqliteMistakeBook(self.run_dir / "mistake_book.sqlite")
+        reward_config = RewardConfig(alpha=cfg.alpha, k=cfg.k, mode=cfg.mode)
+        sandbox = None
+        if cfg.sandbox_workers is not None:
+            from codea1_env.sandbox.factory import make_sandbox
+
+            sandbox = make_sandbox("local", workers=cfg.sandbox_workers)
+        return Referee(
+            sandbox=sandbox,
+            reward_config=reward_config,
+            mistake_book=self.mistake_book,
+            owns_sandbox=True,
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # checkpoints
+
+    def _players(self) -> list[Player]:
+        return [self.coder] + ([self.tester] if self.tester is not None else [])
+
+    def save_checkpoint(self) -> Path:
+        """Write an atomic checkpoint of everything needed to resume at ``step_count``."""
+
+        def write(directory: Path) -> None:
+            for player in self._players():
+                player.save(directory)
+            torch.save(
+                {
+                    "step": self.step_count,
+                    "sampler": self.sampler.bit_generator.state,
+                    "rng": capture_rng_state(),
+                },
+                directory / "trainer_state.pt",
+            )
+            state = {"step": self.step_count, "before": self.before, "time": time.time()}
+            (directory / "trainer_state.json").write_text(json.dumps(state, indent=2))
+            self.config.save(directory / "config.json")
+            if self.mistake_book is not None:
+                self.mistake_book.export_json(directory / "mistake_book.json")
+
+        path = write_checkpoint(
+            self.run_dir, self.step_count, write, keep=self.config.keep_checkpoints
+        )
+        self.log(f"checkpoint: wrote {path}")
+        return path
+
+    def _load_checkpoint(self, path: Path) -> None:
+        for player in self._players():
+            player.load_reference(self.run_dir / f"reference_{player.name}.pt")
+            player.load(path)
+        state = torch.load(path / "trainer_state.pt", weights_only=False)
+        self.step_count = int(state["step"])
+        self.sampler.bit_generator.state = state["sampler"]
+        restore_rng_state(state["rng"])
+        info = json.loads((path / "trainer_state.json").read_text())
+        self.before = {k: float(v) for k, v in info.get("before", {}).items()}
+        book_file = path / "mistake_book.json"
+        if self.mistake_book is not None and book_file.is_file():
+            self.mistake_book.clear()
+            self.mistake_book.import_json(book_file)
+        self.resumed_from = self.step_count
+        self.roles.sync()
+        self.log(f"resume: resuming from checkpoint {path.name} (step {self.step_count})")
+
+    # ------------------------------------------------------------------------------------------
+    # supervised warm start
+
+    def warm_start(self) -> dict[str, float]:
+        """Supervised warm start of the coder (GT solutions) and the tester (GT assert lines).
+
+        Returns the first and last losses per role (``sft/coder_loss_first`` ...).
+        """
+        cfg = self.config
+        out: dict[str, float] = {}
+        problems = self.train_source
+        plans: list[tuple[Player, str, int]] = []
+        if cfg.sft_steps > 0:
+            plans.append((self.coder, "coder", cfg.sft_steps))
+        if cfg.has_tester and cfg.tester_sft_steps > 0:
+            player = self.tester if self.tester is not None else self.coder
+            plans.append((player, "tester", cfg.tester_sft_steps))
+        for index, (player, role, steps) in enumerate(plans):
+            started = time.perf_counter()
+
+            def example(rng: np.random.Generator, role: str = role) -> SupervisedExample:
+                return self.roles.supervised_example(role, problems.sample(rng), rng)
+
+            def progress(step: int, loss: float, role: str = role, steps: int = steps) -> None:
+                if step == 0 or (step + 1) % max(1, steps // 5) == 0:
+                    self.log(f"warm start [{role}] step {step + 1}/{steps}: loss {loss:.4f}")
+
+            losses = supervised_warm_start(
+                player,
+                example,
+                steps=steps,
+                batch_size=cfg.sft_batch_size,
+                lr=cfg.sft_lr,
+                seed=cfg.seed * 1000 + index,
+                on_step=progress,
+            )
+            out[f"sft/{role}_loss_first"] = losses[0]
+            out[f"sft/{role}_loss_last"] = losses[-1]
+            out[f"sft/{role}_seconds"] = time.perf_counter() - started
+        self.roles.sync()
+        for player in self._players():
+            player.snapshot_reference()
+            player.reset_optimizer()
+            path = self.run_dir / f"reference_{player.name}.pt"
+            if player.reference is not None:
+                tmp = path.with_suffix(".tmp")
+                player.save_reference(tmp)
+                os.replace(tmp, path)
+        return out
+
+    # ------------------------------------------------------------------------------------------
+    # evaluation
+
+    def evaluate(self) -> dict[str, float]:
+        """Evaluate on the fixed held-out problems (see :mod:`agents.trainer_eval`)."""
+        cfg = self.config
+        seed = step_seed(cfg.seed, -1, "eval")
+
+        def generate(
+            role: str,
+            observations: Sequence[Mapping[str, Any]],
+            infos: Sequence[Mapping[str, Any]],
+        ) -> list[str]:
+            gens = self.roles.generate(role, observations, infos, seed=seed, evaluation=True)
+            return [g.text for g in gens]
+
+        return evaluate(
+            self.eval_problems,
+            generate,
+            self.referee,
+            samples=cfg.eval_samples,
+            with_tester=cfg.has_tester,
+            observation=observation,
+            extract=self.roles.extract_code,
+        )
+
+    # ------------------------------------------------------------------------------------------
+    # one RL step
+
+    def step(self) -> dict[str, float]:
+        """Run one RL step and return its metrics (also logged)."""
+        cfg = self.config
+        step = self.step_count + 1
+        started = time.perf_counter()
+
+        # 1. problems
+        problems = [self.train_source.sample(self.sampler) for _ in range(cfg.problems_per_step)]
+
+        # 2. coder rollouts: n_codes per problem
+        gen_started = time.perf_counter()
+        coder_obs = [observation(p, "coder", "") for p in problems for _ in range(cfg.n_codes)]
+        coder_infos = [_info(p, "coder") for p in problems for _ in range(cfg.n_codes)]
+        code_gens = self.roles.generate(
+            "coder", coder_obs, coder_infos, seed=step_seed(cfg.seed, step, "coder")
+        )
+        codes = [g.text for g in code_gens]
+
+        # 3. tester rollouts: n_suites per code, each against that code
+        suite_gens: list[Any] = []
+        if cfg.has_tester:
+            tester_obs = [
+                observation(problems[i // cfg.n_codes], "tester", self.roles.extract_code(c))
+                for i, c in enumerate(codes)
+                for _ in range(cfg.n_suites)
+            ]
+            tester_infos = [
+                _info(problems[i // cfg.n_codes], "tester")
+                for i in range(len(codes))
+                for _ in range(cfg.n_suites)
+            ]
+            suite_gens = self.roles.generate(
+                "tester", tester_obs, tester_infos, seed=step_seed(cfg.seed, step, "tester")
+            )
+        gen_seconds = time.perf_counter() - gen_started
+        gen_tokens = sum(len(g.completion_ids) for g in code_gens) + sum(
+            len(g.completion_ids) for g in suite_gens
+        )
+
+        # 4. judging: the whole matrix in one referee call (one batched sandbox call)
+        judge_started = time.perf_counter()
+        batch = []
+        for p_index, problem in enumerate(problems):
+            first = p_index * cfg.n_codes
+            problem_codes = codes[first : first + cfg.n_codes]
+            problem_suites: list[list[str]] = []
+            for c_index in range(first, first + cfg.n_codes):
+                if cfg.has_tester:
+                    start = c_index * cfg.n_suites
+                    problem_suites.append(
+                        [g.text for g in suite_gens[start : start + cfg.n_suites]]
+                    )
+                else:
+                    problem_suites.append([])
+            batch.append((problem, problem_codes, problem_suites))
+        judgements = self.referee.judge_many(batch, update_book=cfg.mistake_book)
+        judge_seconds = time.perf_counter() - judge_started
+
+        # 5. advantages
+        coder_rewards = torch.tensor([list(j.coder_rewards) for j in judgements])
+        coder_adv = group_advantages(
+            coder_rewards, normalize_std=cfg.normalize_advantages
+        ).flatten()
+        coder_samples = [
+            Sample(list(g.prompt_ids), list(g.completion_ids), float(a), "coder")
+            for g, a in zip(code_gens, coder_adv.tolist(), strict=True)
+        ]
+        tester_samples: list[Sample] = []
+        chosen_std: list[float] = []
+        if cfg.has_tester:
+            for p_index, judgement in enumerate(judgements):
+                rewards = torch.tensor([list(r) for r in judgement.tester_rewards])
+                spread = _suite_spread(rewards)
+                for c_index in select_tester_codes(rewards, cfg.tester_group):
+                    chosen_std.append(float(spread[c_index]))
+                    adv = group_advantages(rewards[c_index], normalize_std=cfg.normalize_advantages)
+                    base = (p_index * cfg.n_codes + c_index) * cfg.n_suites
+                    for s_index, a in enumerate(adv.tolist()):
+                        g = suite_gens[base + s_index]
+                        tester_samples.append(
+                            Sample(list(g.prompt_ids), list(g.completion_ids), float(a), "tester")
+                        )
+
+        # 6. updates
+        update_started = time.perf_counter()
+        losses: dict[str, float] = {}
+        if cfg.mode == "code-a1":
+            assert self.tester is not None
+            losses.update(_prefixed("coder", self.coder.update(coder_samples)))
+            losses.update(_prefixed("tester", self.tester.update(tester_samples)))
+        elif cfg.mode == "self-play":
+            losses.update(_prefixed("shared", self.coder.update(coder_samples + tester_samples)))
+        else:
+            losses.update(_prefixed("coder", self.coder.update(coder_samples)))
+        self.roles.sync()
+        update_seconds = time.perf_counter() - update_started
+
+        # 7. metrics
+        self.step_count = step
+        step_seconds = time.perf_counter() - started
+        row = self._step_metrics(judgements, cfg)
+        row.update(losses)
+        row.update(
+            {
+                "charts/step_seconds": step_seconds,
+                "charts/rollout_seconds": gen_seconds,
+                "charts/rollout_tokens": float(gen_tokens),
+                "charts/tokens_per_s": gen_tokens / max(gen_seconds, 1e-9),
+                "charts/sandbox_seconds": judge_seconds,
+                "charts/sandbox_share": judge_seconds / max(step_seconds, 1e-9),
+                "charts/update_seconds": update_seconds,
+                "charts/lr": float(self.coder.scheduler.get_last_lr()[0]),
+                "charts/problems": float(len(problems)),
+            }
+        )
+        if chosen_std:
+            row["tester/update_n_std"] = statistics.fmean(chosen_std)
+        if self.mistake_book is not None:
+            row["mistake_book/size"] = float(self.mistake_book.size())
+        return self.metrics.log(step, row)
+
+    def _step_metrics(self, judgements: Sequence[Any], cfg: TrainConfig) -> dict[str, float]:
+        """Rewards and rates of one step, from the referee's judgements."""
+        row: dict[str, float] = {}
+        merged: dict[str, list[float]] = {}
+        for judgement in judgements:
+            for key, value in judgement.metrics.items():
+                merged.setdefault(key, []).append(float(value))
+        row.update(
+            {
+                k: statistics.fmean(v)
+                for k, v in merged.items()
+                if v and (cfg.has_tester or not k.startswith("tester/"))
+            }
+        )
+        coder = [r for j in judgements for r in j.coder_rewards]
+        row["coder/reward"] = statistics.fmean(coder)
+        row["coder/reward_std"] = statistics.pstdev(coder)
+        row["coder/gt_pass_rate"] = statistics.fmean(
+            [r for j in judgements for r in j.gt_pass_rates]
+        )
+        row["coder/all_gt_pass"] = statistics.fmean(
+            [1.0 if r >= 1.0 else 0.0 for j in judgements for r in j.gt_pass_rates]
+        )
+        if cfg.has_tester:
+            details = [d for j in judgements for row_ in j.tester_details for d in row_]
+            row["tester/reward"] = statistics.fmean([float(d.total) for d in details])
+            row["tester/validity"] = statistics.fmean([float(d.r_val) for d in details])
+            row["tester/adversarial"] = statistics.fmean([float(d.r_adv) for d in details])
+        return row
+
+    # ------------------------------------------------------------------------------------------
+    # the whole run
+
+    def train(self) -> TrainResult:
+        """Warm start, evaluate, run RL to ``config.steps``, evaluate, print the summary."""
+        cfg = self.config
+        history: list[dict[str, Any]] = []
+        try:
+            if self.checkpoint is None:
+                sft = self.warm_start()
+                if sft:
+                    write_text_atomic(self.run_dir / "warm_start.json", json.dumps(sft, indent=2))
+                if cfg.eval_before_after:
+                    self.log(f"evaluating on {len(self.eval_problems)} held-out problems ...")
+                    self.before = self.evaluate()
+                    self.log("before RL: " + json.dumps(_rounded(self.before)))
+                self.save_checkpoint()
+            bar = ProgressBar(cfg.steps, initial=self.step_count, enabled=cfg.progress_bar)
+            try:
+                while self.step_count < cfg.steps:
+                    row = self.step()
+                    history.append(row)
+                    bar.update(row)
+                    if not cfg.progress_bar:
+                        self.log(_step_line(row))
+                    if self.step_count % cfg.checkpoint_every == 0 or self.step_count == cfg.steps:
+                        self.save_checkpoint()
+            finally:
+                bar.close()
+            after: dict[str, float] = {}
+            if cfg.eval_before_after:
+                after = self.evaluate()
+                self.log("after RL: " + json.dumps(_rounded(after)))
+                self.log("\n" + format_summary(self.before, after))
+            summary = {"steps": self.step_count, "before": self.before, "after": after}
+            write_text_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2))
+            return TrainResult(
+                self.run_dir, self.step_count, self.before, after, history, self.resumed_from
+            )
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the metrics sinks, and the referee and mistake book when the trainer owns them."""
+        self.metrics.close()
+        if self._owns_referee:
+            self.referee.close()
+            if self.mistake_book is not None:
+                self.mistake_book.close()
+
+
+def _suite_spread(rewards: torch.Tensor) -> torch.Tensor:
+    if rewards.shape[1] < 2:
+        return torch.zeros(rewards.shape[0])
+    return rewards.std(dim=1)
+
+
+def select_tester_codes(rewards: torch.Tensor, rule: str = "update_n") -> list[int]:
+    """Pick the codes whose suites form the tester's GRPO groups, for one problem.
+
+    Args:
+        rewards: ``(n_codes, n_suites)`` tester rewards (``rewards[i][j]``: suite ``j``
+            written against code ``i``).
+        rule: ``"update_n"`` (the paper): only the code whose suite rewards have the largest
+            standard deviation (the first one on ties); ``"all"``: every code.
+
+    Returns:
+        Code indices, each giving one group of ``n_suites`` suites.
+
+    Raises:
+        ValueError: an unknown rule or a reward matrix that is not 2-D.
+    """
+    if rewards.dim() != 2:
+        raise ValueError(f"tester rewards must be (n_codes, n_suites), got {tuple(rewards.shape)}")
+    if rule == "all":
+        return list(range(rewards.shape[0]))
+    if rule != "update_n":
+        raise ValueError(f"unknown tester_group rule {rule!r}; expected 'update_n' or 'all'")
+    return [int(torch.argmax(_suite_spread(rewards)).item())]
+
+
+def _seed_everything(seed: int) -> None:
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def _info(problem: Problem, role: str) -> dict[str, Any]:
+    return {"task_id": problem.task_id, "role": role, "problem": problem}
+
+
+def _prefixed(player: str, stats: Mapping[str, float]) -> dict[str, float]:
+    out = {}
+    for key, value in stats.items():
+        group = "charts" if key in ("lr", "tokens") else "losses"
+        out[f"{group}/{player}_{key}"] = value
+    return out
+
+
+def _rounded(values: Mapping[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in values.items()}
+
+
+def _step_line(row: Mapping[str, Any]) -> str:
+    keys = (
+        "coder/reward",
+        "coder/gt_pass_rate",
+        "tester/reward",
+        "tester/validity",
+        "tester/adversarial",
+        "charts/step_seconds",
+    )
+    parts = [f"{k}={row[k]:.3f}" for k in keys if k in row]
+    return f"step {row['step']}: " + " ".join(parts)

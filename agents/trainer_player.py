@@ -1,0 +1,333 @@
+"""One trained player: its model, optimizer, schedule and frozen reference, and its GRPO update.
+
+Code-A1 trains two players (the coder and the tester), each a :class:`Player` with its own model
+and optimizer; the Self-Play baseline uses one player for both roles; the Golden baseline only
+the coder. :meth:`Player.update` is the paper's update: PPO-clip with asymmetric clipping and
+token-mean aggregation plus ``kl_coef`` x low-variance KL to the frozen reference, gradient
+accumulation over micro-batches, gradient clipping, one scheduler step per RL step.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
+
+from agents.config import TrainConfig
+from agents.grpo import grpo_loss
+from agents.rollout import Sample, micro_batches, pack, sequence_logprobs
+
+__all__ = ["Player", "build_player", "load_model_spec", "lr_lambda", "resolve_device"]
+
+BUILTIN_PREFIX = "builtin:"
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``auto`` -> CUDA when available else CPU; anything else as given."""
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(spec)
+
+
+def load_model_spec(spec: str, *, seed: int, device: torch.device) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` for a model spec.
+
+    ``builtin:nano|tiny|small`` builds a Qwen2 model from config with the package tokenizer
+    (seeded by ``seed``: the same spec and seed give the same weights); anything else is a local
+    directory or hub name loaded with ``agents.models.load_model`` (float32 master weights; bf16
+    autocast is applied at run time).
+    """
+    from agents.models import build_tiny_model, load_model, load_tokenizer
+    from agents.tokenizer import load_tiny_tokenizer
+
+    if spec.startswith(BUILTIN_PREFIX):
+        size = spec[len(BUILTIN_PREFIX) :]
+        tokenizer = load_tiny_tokenizer()
+        model: Any = build_tiny_model(size, tokenizer, seed=seed)  # type: ignore[arg-type]
+        return model.to(device), tokenizer
+    loaded = load_model(spec, dtype=torch.float32, device=str(device))
+    return loaded, load_tokenizer(spec)
+
+
+def lr_lambda(step: int, *, warmup: int, total: int, schedule: str) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then the schedule."""
+    if warmup > 0 and step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant" or total <= warmup:
+        return 1.0
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    if schedule == "linear":
+        return max(0.0, 1.0 - progress)
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+@dataclass
+class Player:
+    """A trained model with its optimizer, LR schedule and frozen reference.
+
+    Attributes:
+        name: ``"coder"``, ``"tester"`` or ``"shared"`` (self-play).
+        model: The trained causal LM (a peft model when LoRA is on).
+        tokenizer: Its tokenizer.
+        optimizer: AdamW over the trainable parameters.
+        scheduler: ``LambdaLR`` stepped once per RL step.
+        reference: Frozen copy of the starting policy (``None`` without KL, or with LoRA where
+            the reference is the model with its adapters disabled).
+        config: The run's config.
+        device: Where the model lives.
+        lr: This player's base learning rate.
+        stats: Scratch stats of the last update.
+
+    """
+
+    name: str
+    model: Any
+    tokenizer: Any
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    reference: Any
+    config: TrainConfig
+    device: torch.device
+    lr: float
+    stats: dict[str, float] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def pad_id(self) -> int:
+        """Padding token id."""
+        pad = self.tokenizer.pad_token_id
+        return int(pad if pad is not None else self.tokenizer.eos_token_id)
+
+    def reset_optimizer(self) -> None:
+        """Fresh AdamW and schedule (after the supervised warm start)."""
+        self.optimizer = _make_optimizer(self.model, self.config, self.lr)
+        self.scheduler = _make_scheduler(self.optimizer, self.config)
+
+    def snapshot_reference(self) -> None:
+        """Make the current weights the frozen KL reference (after the warm start)."""
+        if self.config.kl_coef == 0 or self.config.use_lora:
+            self.reference = None
+            return
+        self.reference = _frozen_copy(self.model)
+
+    # ------------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _fill_logprobs(self, samples: Sequence[Sample], *, reference: bool) -> None:
+        cfg = self.config
+        for chunk in micro_batches(samples, cfg.micro_batch_size):
+            batch = pack(chunk, self.pad_id).to(self.device)
+            if reference:
+                if cfg.use_lora:
+                    with self.model.disable_adapter():
+                        logp = sequence_logprobs(
+                            self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                        )
+                else:
+                    logp = sequence_logprobs(
+                        self.reference, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                    )
+            else:
+                logp = sequence_logprobs(
+                    self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                )
+            for row, sample in enumerate(chunk):
+                p = len(sample.prompt_ids)
+                values = logp[row, p - 1 : p - 1 + sample.n_tokens].float().cpu().tolist()
+                if reference:
+                    sample.ref_logprobs = values
+                else:
+                    sample.old_logprobs = values
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """One GRPO update on ``samples`` (all roles this player plays), then a scheduler step.
+
+        Samples with no completion token are skipped. Returns averaged loss statistics
+        (``pg_loss``, ``kl``, ``clip_fraction``, ``grad_norm``, ``lr``, ``tokens``).
+        """
+        cfg = self.config
+        samples = [s for s in samples if s.n_tokens > 0]
+        stats: dict[str, float] = {"lr": float(self.scheduler.get_last_lr()[0])}
+        if not samples:
+            self.scheduler.step()
+            return stats
+        use_ref = cfg.kl_coef > 0 and (cfg.use_lora or self.reference is not None)
+        self.model.eval()
+        if use_ref:
+            self._fill_logprobs(samples, reference=True)
+        if cfg.ppo_epochs * cfg.mini_batches > 1:
+            self._fill_logprobs(samples, reference=False)
+        self.model.train()
+        sums: dict[str, float] = {}
+        counts = 0
+        for _epoch in range(cfg.ppo_epochs):
+            for mini in _split(samples, cfg.mini_batches):
+                total_tokens = sum(s.n_tokens for s in mini)
+                self.optimizer.zero_grad(set_to_none=True)
+                for chunk in micro_batches(mini, cfg.micro_batch_size):
+                    batch = pack(chunk, self.pad_id).to(self.device)
+                    logp = sequence_logprobs(
+                        self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                    )
+                    old = batch.old_logprobs if batch.has_old else logp.detach()
+                    ref = batch.ref_logprobs if (use_ref and batch.has_ref) else None
+                    loss, part = grpo_loss(
+                        logp,
+                        old,
+                        batch.advantages,
+                        batch.loss_mask,
+                        logp_ref=ref,
+                        kl_coef=cfg.kl_coef,
+                        clip_low=cfg.clip_low,
+                        clip_high=cfg.clip_high,
+                        aggregation=cfg.loss_aggregation,
+                    )
+                    if cfg.loss_aggregation == "token-mean":
+                        weight = sum(s.n_tokens for s in chunk) / total_tokens
+                    else:
+                        weight = len(chunk) / len(mini)
+                    (loss * weight).backward()
+                    for key in ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl"):
+                        sums[key] = sums.get(key, 0.0) + part[key] * weight
+                params = [p for p in self.model.parameters() if p.requires_grad]
+                if cfg.max_grad_norm > 0:
+                    norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+                else:
+                    norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))
+                sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm)
+                self.optimizer.step()
+                counts += 1
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        self.model.eval()
+        stats.update({k: v / counts for k, v in sums.items()})
+        stats["tokens"] = float(sum(s.n_tokens for s in samples))
+        return stats
+
+    # ------------------------------------------------------------------------------------------
+    def trainable_state(self) -> dict[str, torch.Tensor]:
+        """The trainable parameters (all weights, or only the LoRA adapters), on CPU."""
+        return {
+            name: p.detach().cpu().clone()
+            for name, p in self.model.named_parameters()
+            if p.requires_grad
+        }
+
+    def save(self, directory: Path) -> None:
+        """Write weights, optimizer and scheduler states to ``directory/{name}_*.pt``."""
+        torch.save(self.trainable_state(), directory / f"{self.name}_model.pt")
+        torch.save(self.optimizer.state_dict(), directory / f"{self.name}_optimizer.pt")
+        torch.save(self.scheduler.state_dict(), directory / f"{self.name}_scheduler.pt")
+
+    def load(self, directory: Path) -> None:
+        """Restore what :meth:`save` wrote.
+
+        Raises:
+            FileNotFoundError: a file of the checkpoint is missing.
+            RuntimeError: the weights do not fit the model (a different model spec).
+
+        """
+        weights = torch.load(directory / f"{self.name}_model.pt", map_location=self.device)
+        missing_trainable = [
+            n for n, p in self.model.named_parameters() if p.requires_grad and n not in weights
+        ]
+        if missing_trainable:
+            raise RuntimeError(
+                f"checkpoint {directory} does not fit the {self.name} model: "
+                f"missing {missing_trainable[:3]}"
+            )
+        self.model.load_state_dict(weights, strict=False)
+        self.optimizer.load_state_dict(
+            torch.load(directory / f"{self.name}_optimizer.pt", map_location=self.device)
+        )
+        self.scheduler.load_state_dict(torch.load(directory / f"{self.name}_scheduler.pt"))
+
+    def save_reference(self, path: Path) -> None:
+        """Write the frozen reference's weights (no-op without a separate reference)."""
+        if self.reference is not None:
+            state = {k: v.detach().cpu() for k, v in self.reference.state_dict().items()}
+            torch.save(state, path)
+
+    def load_reference(self, path: Path) -> None:
+        """Load reference weights written by :meth:`save_reference` (when the file exists)."""
+        if self.reference is not None and path.is_file():
+            self.reference.load_state_dict(torch.load(path, map_location=self.device))
+
+
+def _split(samples: Sequence[Sample], parts: int) -> list[list[Sample]]:
+    parts = max(1, min(parts, len(samples)))
+    size = math.ceil(len(samples) / parts)
+    return [list(samples[i : i + size]) for i in range(0, len(samples), size)]
+
+
+def _frozen_copy(model: Any) -> Any:
+    ref = copy.deepcopy(model)
+    ref.eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def _make_optimizer(model: Any, cfg: TrainConfig, lr: float) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(
+        params, lr=lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, eps=1e-8
+    )
+
+
+def _make_scheduler(
+    optimizer: torch.optim.Optimizer, cfg: TrainConfig
+) -> torch.optim.lr_scheduler.LambdaLR:
+    warmup, total, schedule = cfg.warmup_steps, cfg.steps, cfg.lr_schedule
+
+    def factor(step: int) -> float:
+        return lr_lambda(step, warmup=warmup, total=total, schedule=schedule)
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def build_player(
+    name: str, spec: str, cfg: TrainConfig, *, seed: int, lr: float, device: torch.device
+) -> Player:
+    """Load the model for ``spec``, wrap it with LoRA when asked, and build its optimizer."""
+    model, tokenizer = load_model_spec(spec, seed=seed, device=device)
+    if cfg.use_lora:
+        try:
+            from peft import LoraConfig, get_peft_model
+        except ImportError as exc:
+            raise ImportError("--use-lora needs peft: pip install 'codea1[train]'") from exc
+        lora = LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=list(cfg.lora_target_modules),
+            task_type="CAUSAL_LM",
+        )
+        model = get_peft_model(model, lora)
+    if cfg.gradient_checkpointing:
+        enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5
+        (enable or model.gradient_checkpointing_enable)()
+        if cfg.use_lora:
+            model.enable_input_require_grads()
+    model.eval()
+    optimizer = _make_optimizer(model, cfg, lr)
+    player = Player(
+        name=name,
+        model=model,
+        tokenizer=tokenizer,
+        optimizer=optimizer,
+        scheduler=_make_scheduler(optimizer, cfg),
+        reference=None,
+        config=cfg,
+        device=device,
+        lr=lr,
+    )
+    player.snapshot_reference()
+    return player

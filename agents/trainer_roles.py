@@ -1,0 +1,259 @@
+"""The two roles as the trainer samples them: prompts, sampling parameters, warm-start examples.
+
+The trainer talks to its live models through :class:`agents.transformers_lm.TransformersLM` and
+renders the players' prompts with the editable templates of :mod:`agents.prompts` (the paper's
+instructions for chat models, the compact ones for the tiny CPU models). The observations are
+the env's: ``{"role", "prompt", "entry_point", "code"}``.
+
+Warm-start examples use exactly the prompt token ids the rollouts use, and targets in the answer
+format the rollouts produce: with compact prompts (which end in an opened ```` ```python ````
+fence) the target is a newline, the code and a closing fence, and generation stops at that
+fence; with chat prompts it is a whole fenced block followed by the end-of-sequence token.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from agents.config import TrainConfig
+from agents.lm import Generation, SamplingParams
+from agents.prompts import (
+    CODER_COMPACT,
+    CODER_PROMPT,
+    TESTER_COMPACT,
+    TESTER_PROMPT,
+    PromptTemplate,
+)
+from agents.sft import SupervisedExample
+from agents.trainer_player import Player
+from codea1_env.problems.problem import Problem
+
+__all__ = ["RolePolicies", "observation", "strip_docstrings"]
+
+ROLE_IDS = {"coder": 0, "tester": 1}
+
+
+def observation(problem: Problem, role: str, code: str) -> dict[str, Any]:
+    """The env's observation for ``role`` on ``problem`` (``code``: what the tester must break)."""
+    return {
+        "role": ROLE_IDS[role],
+        "prompt": problem.prompt,
+        "entry_point": problem.entry_point,
+        "code": code if role == "tester" else "",
+    }
+
+
+def strip_docstrings(program: str) -> str:
+    """The program without its functions' docstrings (``ast.unparse``); unchanged if unparsable.
+
+    The prompt already carries the docstring; warm-start targets without it are shorter and
+    put the whole loss on the code.
+    """
+    try:
+        tree = ast.parse(program)
+    except SyntaxError:
+        return program
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) > 1:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = node.body[1:]
+    return ast.unparse(tree)
+
+
+class RolePolicies:
+    """Samples both roles from the trainer's live models.
+
+    Rollouts run on ``transformers`` (:class:`~agents.transformers_lm.TransformersLM` over the
+    live model), or on vLLM when ``generation_backend`` selects it (``auto``: vLLM installed and a
+    CUDA GPU present; see :func:`agents.vllm_policy.select_generation_backend`). A vLLM engine
+    loads the model spec once and receives the trained weights after every update
+    (:meth:`sync`). Prompts are always tokenized by the transformers side (warm-start examples).
+
+    Args:
+        coder: The coder's player.
+        tester: The tester's player (the coder's own in self-play; ``None`` in golden mode).
+        config: The run's config (templates, budgets, temperatures, ``k``, backend).
+        specs: The model spec of each role (``{"coder": ..., "tester": ...}``), for vLLM.
+
+    Raises:
+        ValueError: vLLM rollouts asked for with LoRA or with a ``builtin:`` model (neither can
+            be loaded into a vLLM engine).
+        RuntimeError: ``generation_backend="vllm"`` where vLLM cannot run (the message says why).
+
+    """
+
+    def __init__(
+        self,
+        coder: Player,
+        tester: Player | None,
+        config: TrainConfig,
+        specs: Mapping[str, str] | None = None,
+    ) -> None:
+        from agents.transformers_lm import TransformersLM
+        from agents.vllm_policy import select_generation_backend
+
+        self.config = config
+        compact = config.prompt_style == "compact"
+        self.templates = {
+            "coder": PromptTemplate(CODER_COMPACT if compact else CODER_PROMPT),
+            "tester": PromptTemplate(TESTER_COMPACT if compact else TESTER_PROMPT),
+        }
+        self.stop: tuple[str, ...] = ("```",) if compact else ()
+        chat = None if not compact else False
+        self.players: dict[str, Player] = {"coder": coder}
+        self.encoders: dict[str, Any] = {
+            "coder": TransformersLM(coder.model, coder.tokenizer, chat_template=chat)
+        }
+        if tester is not None:
+            self.players["tester"] = tester
+            self.encoders["tester"] = (
+                self.encoders["coder"]
+                if tester is coder
+                else TransformersLM(tester.model, tester.tokenizer, chat_template=chat)
+            )
+        self.backend = select_generation_backend(config.generation_backend)
+        self.lms: dict[str, Any] = dict(self.encoders)
+        if self.backend == "vllm":
+            self.lms = self._vllm_engines(dict(specs or {}), chat)
+        self._mutants: dict[str, list[str]] = {}
+
+    def _vllm_engines(self, specs: dict[str, str], chat: bool | None) -> dict[str, Any]:
+        from agents.vllm_policy import VLLMLM
+
+        if self.config.use_lora:
+            raise ValueError(
+                "vLLM rollouts with LoRA are not supported: use --generation-backend transformers"
+            )
+        engines: dict[str, Any] = {}
+        by_player: dict[int, Any] = {}
+        share = 0.4 / len({id(p) for p in self.players.values()})
+        for role, player in self.players.items():
+            spec = specs.get(role, "")
+            if not spec or spec.startswith("builtin:"):
+                raise ValueError(
+                    f"vLLM rollouts need a model directory or hub name for the {role}, got "
+                    f"{spec!r}: use --generation-backend transformers"
+                )
+            if id(player) not in by_player:
+                by_player[id(player)] = VLLMLM(
+                    spec,
+                    dtype="bfloat16" if self.config.bf16 else "auto",
+                    gpu_memory_utilization=share,
+                    seed=self.config.seed,
+                    chat_template=chat,
+                )
+            engines[role] = by_player[id(player)]
+        return engines
+
+    def sync(self) -> None:
+        """Copy the trained weights into the vLLM engines (no-op with transformers rollouts)."""
+        if self.backend != "vllm":
+            return
+        done: set[int] = set()
+        for role, player in self.players.items():
+            engine = self.lms[role]
+            if id(engine) not in done:
+                engine.load_weights(player.model.named_parameters())
+                done.add(id(engine))
+
+    # ------------------------------------------------------------------------------------------
+    def prompt(self, role: str, obs: Mapping[str, Any]) -> str:
+        """The role's prompt text for an observation."""
+        return self.templates[role].render_observation(obs, num_tests=self.config.k)
+
+    def params(self, role: str, *, seed: int, evaluation: bool = False) -> SamplingParams:
+        """Sampling parameters for one call (rollout or evaluation)."""
+        cfg = self.config
+        budget = cfg.max_code_tokens if role == "coder" else cfg.max_test_tokens
+        temperature = cfg.temperature
+        if evaluation:
+            temperature = cfg.eval_temperature
+            if role == "tester" and cfg.eval_tester_temperature is not None:
+                temperature = cfg.eval_tester_temperature
+        top_p = cfg.eval_top_p if evaluation else cfg.top_p
+        return SamplingParams(
+            temperature=temperature, top_p=top_p, max_new_tokens=budget, stop=self.stop, seed=seed
+        )
+
+    def generate(
+        self,
+        role: str,
+        observations: Sequence[Mapping[str, Any]],
+        infos: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        seed: int,
+        evaluation: bool = False,
+    ) -> list[Generation]:
+        """Sample one answer per observation (a single batched call, seeded).
+
+        Raises:
+            KeyError: a role this run does not play (the tester in golden mode).
+
+        """
+        if role not in self.lms:
+            raise KeyError(f"this run has no {role} (mode {self.config.mode})")
+        prompts = [self.prompt(role, obs) for obs in observations]
+        return list(
+            self.lms[role].generate(prompts, self.params(role, seed=seed, evaluation=evaluation))
+        )
+
+    @staticmethod
+    def extract_code(text: str) -> str:
+        """The code in a coder's answer (what the tester is shown), as the env extracts it."""
+        from codea1_env.testcases import extract_code
+
+        return extract_code(text)
+
+    # ------------------------------------------------------------------------------------------
+    def answer_text(self, role: str, body: str) -> str:
+        """The text a role should write for ``body`` (code or assert lines), as rollouts end."""
+        body = body.strip("\n")
+        if self.config.prompt_style == "compact":
+            return "\n" + body + "\n```"
+        eos = self.players[role].tokenizer.eos_token or ""
+        return "```python\n" + body + "\n```" + eos
+
+    def _candidate_code(self, problem: Problem, rng: np.random.Generator) -> str:
+        """GT code or (half the time) one of its mutants: what the tester is shown in warm-up."""
+        program = problem.gt_program.strip("\n")
+        if rng.random() < 0.5:
+            return program
+        if problem.task_id not in self._mutants:
+            from codea1_env.mutation import generate_mutants
+
+            self._mutants[problem.task_id] = [m.source for m in generate_mutants(program)]
+            if len(self._mutants) > 4096:
+                self._mutants.pop(next(iter(self._mutants)))
+        pool = self._mutants[problem.task_id]
+        return pool[int(rng.integers(len(pool)))] if pool else program
+
+    def supervised_example(
+        self, role: str, problem: Problem, rng: np.random.Generator
+    ) -> SupervisedExample:
+        """A warm-start example: the GT program (coder) or the GT asserts (tester).
+
+        The tester's target is the first ``k`` of the problem's GT ``assert`` lines (valid by
+        construction: the GT passes them), in their order (the procedural family lists its
+        inputs in ascending order around the thresholds, a regular pattern a tiny model picks
+        up), written against the GT code or a mutant of it.
+        """
+        if role == "coder":
+            obs = observation(problem, "coder", "")
+            body = strip_docstrings(problem.gt_program)
+        else:
+            obs = observation(problem, "tester", self._candidate_code(problem, rng))
+            body = "\n".join(problem.tests[: self.config.k])
+        lm = self.encoders[role]
+        tokenizer = self.players[role].tokenizer
+        prompt_ids = lm.encode_prompt(self.prompt(role, obs))
+        target_ids = tokenizer(self.answer_text(role, body), add_special_tokens=False)["input_ids"]
+        return SupervisedExample(tuple(prompt_ids), tuple(target_ids))

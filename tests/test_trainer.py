@@ -1,0 +1,182 @@
+"""The trainer's pieces (packing, schedule, update_n rule, updates) and short real runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.checkpoint import latest_checkpoint
+from agents.config import from_preset
+from agents.metrics import read_metrics
+from agents.rollout import Sample, pack
+from agents.trainer import Trainer, select_tester_codes, step_seed
+from agents.trainer_player import build_player, lr_lambda
+
+
+def test_pack_masks_exactly_the_completion_tokens() -> None:
+    batch = pack(
+        [Sample([5, 6, 7], [8, 9], 1.0), Sample([5], [6, 7, 8], -1.0, old_logprobs=[-1, -2, -3])],
+        pad_id=0,
+    )
+    assert batch.input_ids.tolist() == [[5, 6, 7, 8, 9], [5, 6, 7, 8, 0]]
+    assert batch.attention_mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]]
+    # position t predicts token t + 1: row 0 predicts 8, 9 from positions 2, 3
+    assert batch.loss_mask.tolist() == [[0, 0, 1, 1], [1, 1, 1, 0]]
+    assert batch.old_logprobs[1].tolist() == [-1, -2, -3, 0]
+    assert not batch.has_old and not batch.has_ref
+    assert batch.advantages.tolist() == [1.0, -1.0]
+    with pytest.raises(ValueError, match="no samples"):
+        pack([], 0)
+
+
+def test_lr_schedule_warmup_then_cosine() -> None:
+    values = [lr_lambda(s, warmup=2, total=6, schedule="cosine") for s in range(7)]
+    assert values[:2] == [0.5, 1.0]
+    assert values[2] == pytest.approx(1.0) and values[6] == pytest.approx(0.0)
+    assert values[4] == pytest.approx(0.5)
+    assert lr_lambda(5, warmup=0, total=10, schedule="constant") == 1.0
+    assert lr_lambda(5, warmup=0, total=10, schedule="linear") == pytest.approx(0.5)
+
+
+def test_update_n_picks_the_code_whose_suites_vary_most() -> None:
+    rewards = torch.tensor(
+        [
+            [0.5, 0.5, 0.5, 0.5],  # std 0
+            [0.0, 1.0, 0.0, 1.0],  # the largest spread
+            [0.2, 0.4, 0.2, 0.4],
+        ]
+    )
+    assert select_tester_codes(rewards, "update_n") == [1]
+    assert select_tester_codes(rewards, "all") == [0, 1, 2]
+    assert select_tester_codes(torch.zeros(3, 4), "update_n") == [0]  # ties: the first code
+    with pytest.raises(ValueError, match="unknown tester_group"):
+        select_tester_codes(rewards, "best")
+    with pytest.raises(ValueError, match="n_codes, n_suites"):
+        select_tester_codes(torch.zeros(3), "all")
+
+
+def test_step_seed_is_a_pure_function() -> None:
+    assert step_seed(0, 3, "coder") == step_seed(0, 3, "coder")
+    assert len({step_seed(0, 3, "coder"), step_seed(0, 4, "coder"), step_seed(0, 3, "tester")}) == 3
+
+
+def test_player_update_moves_logprobs_in_the_advantage_direction() -> None:
+    cfg = from_preset("nano", lr=1e-2, warmup_steps=0, kl_coef=0.001, max_grad_norm=0.0)
+    player = build_player(
+        "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
+    )
+    good = Sample([10, 11, 12], [20, 21, 22], advantage=1.0)
+    bad = Sample([10, 11, 12], [30, 31, 32], advantage=-1.0)
+
+    def logp(sample: Sample) -> float:
+        from agents.rollout import sequence_logprobs
+
+        batch = pack([sample], player.pad_id)
+        with torch.no_grad():
+            return float((sequence_logprobs(player.model, batch) * batch.loss_mask).sum())
+
+    before = logp(good), logp(bad)
+    stats = player.update([good, bad, Sample([1], [], 0.0)])  # the empty one is skipped
+    after = logp(good), logp(bad)
+    assert after[0] > before[0] and after[1] < before[1]
+    assert stats["tokens"] == 6.0 and stats["grad_norm"] > 0
+    assert player.reference is not None  # frozen KL reference kept apart
+    ref_params = dict(player.reference.named_parameters())
+    changed = [n for n, p in player.model.named_parameters() if not torch.equal(p, ref_params[n])]
+    assert changed
+
+
+@pytest.mark.parametrize("mode", ["code-a1", "golden", "self-play"])
+def test_short_run_in_each_mode(tmp_path: Path, mode: str) -> None:
+    cfg = from_preset("nano", mode=mode, steps=2, output_dir=str(tmp_path / mode))
+    result = Trainer(cfg, log=lambda _m: None).train()
+    rows = read_metrics(tmp_path / mode / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2] and result.steps == 2
+    for key in (
+        "coder/reward",
+        "coder/gt_pass_rate",
+        "charts/tokens_per_s",
+        "charts/sandbox_seconds",
+        "charts/sandbox_share",
+        "mistake_book/size",
+    ):
+        assert key in rows[0], key
+    if mode == "golden":
+        assert "tester/reward" not in rows[0]
+        assert not any(k.startswith("losses/tester") for k in rows[0])
+    else:
+        assert {"tester/reward", "tester/validity", "tester/adversarial"} <= rows[0].keys()
+    if mode == "self-play":
+        assert "losses/shared_pg_loss" in rows[0] and "losses/tester_pg_loss" not in rows[0]
+    if mode == "code-a1":
+        assert "losses/coder_pg_loss" in rows[0] and "losses/tester_pg_loss" in rows[0]
+    latest = latest_checkpoint(tmp_path / mode)
+    assert latest is not None and latest.name == "step_2"
+    names = {p.name for p in latest.iterdir()}
+    assert {"trainer_state.pt", "config.json", "mistake_book.json", "COMPLETE"} <= names
+    assert ("tester_model.pt" in names) == (mode == "code-a1")
+    summary = json.loads((tmp_path / mode / "summary.json").read_text())
+    assert summary["steps"] == 2
+
+
+def test_eval_summary_and_warm_start(tmp_path: Path) -> None:
+    cfg = from_preset(
+        "nano",
+        steps=1,
+        sft_steps=3,
+        sft_batch_size=4,
+        eval_before_after=True,
+        eval_size=3,
+        output_dir=str(tmp_path),
+    )
+    lines: list[str] = []
+    result = Trainer(cfg, log=lines.append).train()
+    for key in ("coder/gt_pass_rate", "tester/validity", "tester/adversarial"):
+        assert 0.0 <= result.before[key] <= 1.0 and key in result.after
+    assert any("before RL" in line and "after RL" in line for line in lines)  # the table
+    warm = json.loads((tmp_path / "warm_start.json").read_text())
+    assert warm["sft/coder_loss_last"] < warm["sft/coder_loss_first"]
+    assert "sft/tester_loss_first" in warm
+
+
+def test_lora_bf16_and_gradient_checkpointing_update(tmp_path: Path) -> None:
+    pytest.importorskip("peft")
+    cfg = from_preset(
+        "nano",
+        use_lora=True,
+        lora_r=4,
+        bf16=True,
+        gradient_checkpointing=True,
+        lr=1e-2,
+        warmup_steps=0,
+        steps=1,
+        output_dir=str(tmp_path),
+    )
+    player = build_player(
+        "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
+    )
+    trainable = [n for n, p in player.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    assert player.reference is None  # the reference is the model with its adapters disabled
+    frozen = {
+        n: p.detach().clone() for n, p in player.model.named_parameters() if not p.requires_grad
+    }
+    lora_before = player.trainable_state()
+    stats = player.update([Sample([10, 11], [20, 21, 22], 1.0), Sample([10, 11], [30, 31], -1.0)])
+    assert stats["grad_norm"] > 0 and "kl" in stats
+    lora_after = player.trainable_state()
+    assert any(not torch.equal(lora_before[n], lora_after[n]) for n in lora_before)
+    for name, param in player.model.named_parameters():
+        if not param.requires_grad:
+            assert torch.equal(param, frozen[name]), name
+    # Checkpoints hold only the adapters, and load back.
+    player.save(tmp_path)
+    saved = torch.load(tmp_path / "coder_model.pt")
+    assert set(saved) == set(trainable)
+    player.load(tmp_path)
+    # A whole step through the trainer (generation through the peft model) works too.
+    result = Trainer(cfg, log=lambda _m: None).train()
+    assert result.steps == 1
