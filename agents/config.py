@@ -210,6 +210,95 @@ class TrainConfig:
     """Show a tqdm progress bar with live rewards."""
     sandbox_workers: int | None = None
     """Worker processes of the local sandbox (``None``: the sandbox's default)."""
+    sandbox: str = "local"
+    """Sandbox backend: ``local`` (fork server per core), ``docker`` or ``ray`` (see
+    ``docs/scale_out.md``)."""
+    call_timeout_s: float = 2.0
+    """Wall-clock seconds per test call in the sandbox (the write-up's guidance: 1-5 s)."""
+    setup_timeout_s: float = 5.0
+    """Wall-clock seconds for a program's top level (imports, definitions)."""
+    memory_mb: int = 1024
+    """Address-space limit of one sandboxed program, MiB."""
+
+    # --- stability (codea1_env.stability; all off by default, as in the paper) --------------
+    curriculum: bool = False
+    """Sample training problems by difficulty, widening as the coder's GT pass rate rises."""
+    curriculum_start: float = 0.3
+    """Initial highest admitted difficulty of the curriculum."""
+    curriculum_step: float = 0.1
+    """How much the admitted difficulty rises at each promotion."""
+    curriculum_promote_at: float = 0.7
+    """Running GT pass rate (over ``curriculum_window`` codes) that triggers a promotion."""
+    curriculum_window: int = 64
+    """Codes in the curriculum's running pass rate."""
+    hard_only: float | None = None
+    """Train only on problems at least this difficult (the paper uses KodCode's hard split)."""
+    anonymize_code: bool = False
+    """Show the tester the candidate with names, comments and docstrings stripped."""
+    book_capacity_per_problem: int | None = None
+    """Most mistake-book entries per problem (``None``: unbounded)."""
+    book_capacity_total: int | None = None
+    """Most mistake-book entries in all (``None``: unbounded; the write-up suggests 1000-2000)."""
+    book_refresh_every: int | None = None
+    """Re-validate stored tests against the GT every N steps (``None``: never)."""
+    quality_filter: bool = False
+    """Reject trivial tests (counted invalid) instead of scoring them as the paper does."""
+    always_pass_after: int = 16
+    """With ``quality_filter``: distinct candidates that must all pass a test to make it trivial."""
+    coder_temperature: float | None = None
+    """Rollout temperature of the coder (``None``: ``temperature``)."""
+    coder_top_p: float | None = None
+    """Rollout nucleus sampling of the coder (``None``: ``top_p``)."""
+    tester_temperature: float | None = None
+    """Rollout temperature of the tester (``None``: ``temperature``)."""
+    tester_top_p: float | None = None
+    """Rollout nucleus sampling of the tester (``None``: ``top_p``)."""
+    skip_collapsed_groups: bool = False
+    """Skip GRPO groups whose generations are all identical texts or whose rewards have zero
+    variance (they give no learning signal, only KL drift). Collapsed groups are counted in the
+    metrics (``*/collapsed_groups``) either way; off by default, as in the paper's setting."""
+
+    def rollout_temperature(self, role: str) -> float:
+        """The rollout temperature of ``role`` (``"coder"`` or ``"tester"``)."""
+        value = self.coder_temperature if role == "coder" else self.tester_temperature
+        return self.temperature if value is None else value
+
+    def rollout_top_p(self, role: str) -> float:
+        """The rollout nucleus-sampling threshold of ``role``."""
+        value = self.coder_top_p if role == "coder" else self.tester_top_p
+        return self.top_p if value is None else value
+
+    def stability_options(self) -> Any:
+        """The env-side stability options as :class:`codea1_env.stability.StabilityOptions`."""
+        from codea1_env.curriculum import CurriculumSchedule
+        from codea1_env.stability import StabilityOptions
+
+        return StabilityOptions(
+            curriculum=self.curriculum,
+            curriculum_schedule=CurriculumSchedule(
+                start=self.curriculum_start,
+                step=self.curriculum_step,
+                promote_at=self.curriculum_promote_at,
+                window=self.curriculum_window,
+            ),
+            hard_only=self.hard_only,
+            anonymize_code=self.anonymize_code,
+            book_capacity_per_problem=self.book_capacity_per_problem,
+            book_capacity_total=self.book_capacity_total,
+            book_refresh_every=self.book_refresh_every,
+            quality_filter=self.quality_filter,
+            always_pass_after=self.always_pass_after,
+        )
+
+    def limits(self) -> Any:
+        """The sandbox limits as :class:`codea1_env.sandbox.Limits`."""
+        from codea1_env.sandbox.base import Limits
+
+        return Limits(
+            call_timeout_s=self.call_timeout_s,
+            setup_timeout_s=self.setup_timeout_s,
+            memory_mb=self.memory_mb,
+        )
 
     def __post_init__(self) -> None:
         """Coerce JSON lists back to tuples and validate."""

@@ -134,16 +134,18 @@ def pack(samples: Sequence[Sample], pad_id: int) -> Batch:
 
 
 def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    """Split ``samples`` into chunks of at most ``size``, sorted by length.
+    """Split ``samples`` into chunks of at most ``size``, one role per chunk, sorted by length.
 
-    Sorting makes each chunk pad little; the order is deterministic.
+    Sorting makes each chunk pad little; keeping roles apart lets each chunk use its role's
+    sampling temperature (self-play mixes both roles); the order is deterministic.
     """
-    order = sorted(
-        range(len(samples)),
-        key=lambda i: (len(samples[i].prompt_ids) + samples[i].n_tokens, i),
-    )
-    for start in range(0, len(order), size):
-        yield [samples[i] for i in order[start : start + size]]
+    for role in sorted({s.role for s in samples}):
+        order = sorted(
+            (i for i in range(len(samples)) if samples[i].role == role),
+            key=lambda i: (len(samples[i].prompt_ids) + samples[i].n_tokens, i),
+        )
+        for start in range(0, len(order), size):
+            yield [samples[i] for i in order[start : start + size]]
 
 
 def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextManager[Any]:

@@ -193,7 +193,9 @@ class Trainer:
         self.before: dict[str, float] = {}
 
         # --- problems --------------------------------------------------------------------------
-        self.train_source = train_source or resolve_source(config.problems)
+        self.train_source = _with_curriculum(
+            train_source or resolve_source(config.problems), config
+        )
         self.eval_problems: list[Problem] = list(eval_problems or [])
         if config.eval_before_after and eval_problems is None:
             eval_source = resolve_source(config.eval_problems)
@@ -274,15 +276,20 @@ class Trainer:
             self.mistake_book = SqliteMistakeBook(self.run_dir / "mistake_book.sqlite")
         reward_config = RewardConfig(alpha=cfg.alpha, k=cfg.k, mode=cfg.mode)
         sandbox = None
-        if cfg.sandbox_workers is not None:
+        if cfg.sandbox != "local" or cfg.sandbox_workers is not None:
             from codea1_env.sandbox.factory import make_sandbox
 
-            sandbox = make_sandbox("local", workers=cfg.sandbox_workers)
+            options = {} if cfg.sandbox_workers is None else {"workers": cfg.sandbox_workers}
+            if cfg.sandbox == "ray" and cfg.sandbox_workers is not None:
+                options = {"workers_per_actor": cfg.sandbox_workers}
+            sandbox = make_sandbox(cfg.sandbox, **options)
         return Referee(
             sandbox=sandbox,
             reward_config=reward_config,
+            limits=cfg.limits(),
             mistake_book=self.mistake_book,
             owns_sandbox=True,
+            stability=cfg.stability_options(),
         )
 
     # ------------------------------------------------------------------------------------------
@@ -302,6 +309,7 @@ class Trainer:
                     "step": self.step_count,
                     "sampler": self.sampler.bit_generator.state,
                     "rng": capture_rng_state(),
+                    "curriculum": _curriculum_state(self.train_source),
                 },
                 directory / "trainer_state.pt",
             )
@@ -325,6 +333,8 @@ class Trainer:
         self.step_count = int(state["step"])
         self.sampler.bit_generator.state = state["sampler"]
         restore_rng_state(state["rng"])
+        if state.get("curriculum") is not None and hasattr(self.train_source, "load_state_dict"):
+            self.train_source.load_state_dict(state["curriculum"])
         info = json.loads((path / "trainer_state.json").read_text())
         self.before = {k: float(v) for k, v in info.get("before", {}).items()}
         book_file = path / "mistake_book.json"
@@ -472,11 +482,23 @@ class Trainer:
         judgements = self.referee.judge_many(batch, update_book=cfg.mistake_book)
         judge_seconds = time.perf_counter() - judge_started
 
-        # 5. advantages
+        curriculum = getattr(self.train_source, "observe", None)
+        if curriculum is not None:
+            for problem, judgement in zip(problems, judgements, strict=True):
+                for rate in judgement.gt_pass_rates:
+                    curriculum(problem.task_id, rate)
+
+        # 5. advantages (groups with identical texts or equal rewards are skipped and counted)
         coder_rewards = torch.tensor([list(j.coder_rewards) for j in judgements])
-        coder_adv = group_advantages(
-            coder_rewards, normalize_std=cfg.normalize_advantages
-        ).flatten()
+        coder_adv = group_advantages(coder_rewards, normalize_std=cfg.normalize_advantages)
+        collapsed_groups = {"coder": 0, "tester": 0}
+        for p_index in range(len(problems)):
+            first = p_index * cfg.n_codes
+            if collapsed(codes[first : first + cfg.n_codes], coder_rewards[p_index].tolist()):
+                collapsed_groups["coder"] += 1
+                if cfg.skip_collapsed_groups:
+                    coder_adv[p_index] = 0.0
+        coder_adv = coder_adv.flatten()
         coder_samples = [
             Sample(list(g.prompt_ids), list(g.completion_ids), float(a), "coder")
             for g, a in zip(code_gens, coder_adv.tolist(), strict=True)
@@ -491,6 +513,11 @@ class Trainer:
                     chosen_std.append(float(spread[c_index]))
                     adv = group_advantages(rewards[c_index], normalize_std=cfg.normalize_advantages)
                     base = (p_index * cfg.n_codes + c_index) * cfg.n_suites
+                    group_texts = [g.text for g in suite_gens[base : base + cfg.n_suites]]
+                    if collapsed(group_texts, rewards[c_index].tolist()):
+                        collapsed_groups["tester"] += 1
+                        if cfg.skip_collapsed_groups:
+                            continue
                     for s_index, a in enumerate(adv.tolist()):
                         g = suite_gens[base + s_index]
                         tester_samples.append(
@@ -531,6 +558,12 @@ class Trainer:
         )
         if chosen_std:
             row["tester/update_n_std"] = statistics.fmean(chosen_std)
+        row["coder/collapsed_groups"] = float(collapsed_groups["coder"])
+        if cfg.has_tester:
+            row["tester/collapsed_groups"] = float(collapsed_groups["tester"])
+        state = getattr(self.train_source, "state", None)
+        if callable(state):
+            row.update(state())
         if self.mistake_book is not None:
             row["mistake_book/size"] = float(self.mistake_book.size())
         return self.metrics.log(step, row)
@@ -644,6 +677,28 @@ def select_tester_codes(rewards: torch.Tensor, rule: str = "update_n") -> list[i
     if rule != "update_n":
         raise ValueError(f"unknown tester_group rule {rule!r}; expected 'update_n' or 'all'")
     return [int(torch.argmax(_suite_spread(rewards)).item())]
+
+
+def _with_curriculum(source: Any, config: TrainConfig) -> Any:
+    """Apply the ``hard_only`` filter and the curriculum of ``config`` to a problem source."""
+    from codea1_env.curriculum import Curriculum, hard_only
+
+    options = config.stability_options()
+    if options.hard_only is not None:
+        source = hard_only(source, options.hard_only)
+    if options.curriculum:
+        source = Curriculum(source, options.curriculum_schedule)
+    return source
+
+
+def _curriculum_state(source: Any) -> dict[str, Any] | None:
+    state_dict = getattr(source, "state_dict", None)
+    return state_dict() if callable(state_dict) else None
+
+
+def collapsed(texts: Sequence[str], rewards: Sequence[float]) -> bool:
+    """True when a GRPO group carries no signal: identical texts or equal rewards."""
+    return len(set(texts)) <= 1 or max(rewards) - min(rewards) < 1e-12
 
 
 def _seed_everything(seed: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,15 +129,24 @@ class Player:
                 if cfg.use_lora:
                     with self.model.disable_adapter():
                         logp = sequence_logprobs(
-                            self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                            self.model,
+                            batch,
+                            temperature=cfg.rollout_temperature(chunk[0].role),
+                            bf16=cfg.bf16,
                         )
                 else:
                     logp = sequence_logprobs(
-                        self.reference, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                        self.reference,
+                        batch,
+                        temperature=cfg.rollout_temperature(chunk[0].role),
+                        bf16=cfg.bf16,
                     )
             else:
                 logp = sequence_logprobs(
-                    self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                    self.model,
+                    batch,
+                    temperature=cfg.rollout_temperature(chunk[0].role),
+                    bf16=cfg.bf16,
                 )
             for row, sample in enumerate(chunk):
                 p = len(sample.prompt_ids)
@@ -156,7 +166,11 @@ class Player:
         samples = [s for s in samples if s.n_tokens > 0]
         stats: dict[str, float] = {"lr": float(self.scheduler.get_last_lr()[0])}
         if not samples:
-            self.scheduler.step()
+            # Nothing to learn from (e.g. every group collapsed): keep the schedule in step with
+            # the run's steps without an optimizer step; torch warns about that order, harmlessly.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+                self.scheduler.step()
             return stats
         use_ref = cfg.kl_coef > 0 and (cfg.use_lora or self.reference is not None)
         self.model.eval()
@@ -174,7 +188,10 @@ class Player:
                 for chunk in micro_batches(mini, cfg.micro_batch_size):
                     batch = pack(chunk, self.pad_id).to(self.device)
                     logp = sequence_logprobs(
-                        self.model, batch, temperature=cfg.temperature, bf16=cfg.bf16
+                        self.model,
+                        batch,
+                        temperature=cfg.rollout_temperature(chunk[0].role),
+                        bf16=cfg.bf16,
                     )
                     old = batch.old_logprobs if batch.has_old else logp.detach()
                     ref = batch.ref_logprobs if (use_ref and batch.has_ref) else None

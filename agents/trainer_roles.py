@@ -174,12 +174,12 @@ class RolePolicies:
         """Sampling parameters for one call (rollout or evaluation)."""
         cfg = self.config
         budget = cfg.max_code_tokens if role == "coder" else cfg.max_test_tokens
-        temperature = cfg.temperature
+        temperature = cfg.rollout_temperature(role)
         if evaluation:
             temperature = cfg.eval_temperature
             if role == "tester" and cfg.eval_tester_temperature is not None:
                 temperature = cfg.eval_tester_temperature
-        top_p = cfg.eval_top_p if evaluation else cfg.top_p
+        top_p = cfg.eval_top_p if evaluation else cfg.rollout_top_p(role)
         return SamplingParams(
             temperature=temperature, top_p=top_p, max_new_tokens=budget, stop=self.stop, seed=seed
         )

@@ -136,6 +136,25 @@ class Curriculum:
         """Mean GT pass rate over the current window (0 before any episode)."""
         return sum(self._recent) / len(self._recent) if self._recent else 0.0
 
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume the schedule (for checkpoints)."""
+        return {
+            "level": self.level,
+            "history": list(self.history),
+            "recent": list(self._recent),
+            "observed": dict(self._observed),
+            "episodes": self._episodes,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        self.level = float(state["level"])
+        self.history = [dict(h) for h in state["history"]]
+        self._recent.clear()
+        self._recent.extend(float(x) for x in state["recent"])
+        self._observed = {str(k): float(v) for k, v in state["observed"].items()}
+        self._episodes = int(state["episodes"])
+
     def state(self) -> dict[str, float]:
         """Numbers to log: level, running pass rate, admitted problems, promotions."""
         return {
