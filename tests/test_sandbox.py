@@ -457,3 +457,13 @@ def test_make_sandbox_builds_backends_by_name() -> None:
         assert isinstance(box, LocalSandbox)
     with pytest.raises(ValueError, match="unknown sandbox backend"):
         make_sandbox("ray-tracing")
+
+
+def test_programs_using_random_are_reproducible():
+    from codea1_env.sandbox import LocalSandbox
+
+    with LocalSandbox(workers=1) as sandbox:
+        jobs = [Job(program="import random", calls=("random.random()", "random.random()"))] * 3
+        values = [tuple(c.value for c in r.calls) for r in sandbox.run(jobs)]
+    assert values[0] == values[1] == values[2]
+    assert values[0][0] != values[0][1]

@@ -44,6 +44,7 @@ from codea1_env.sandbox.protocol import (
     EXIT_RUNNER_MEMORY,
     FRAME,
     MAX_ERROR_CHARS,
+    ROUTINE_CONTROL_BYTES,
     pack_frame,
     receive_message,
     send_message,
@@ -361,7 +362,7 @@ class ChildSession:
 
     def _control_event(self) -> None:
         try:
-            message, fds = receive_message(self.control)
+            message, fds = receive_message(self.control, max_bytes=ROUTINE_CONTROL_BYTES)
         except (OSError, ValueError) as exc:
             raise WorkerBroken(f"{self.name}: control channel failed: {exc}") from None
         for fd in fds:
@@ -422,8 +423,8 @@ class ChildSession:
 
     def _accept(self, record: bytes, duration: float) -> bool:
         """Validate one record and keep it; True when it was the next status record."""
-        try:
-            obj = json.loads(record)
+        try:  # the runner writes ASCII; decoding here spares json its encoding detection
+            obj = json.loads(record.decode("utf-8", "surrogatepass"))
         except (ValueError, RecursionError):
             self._violation("unreadable result record")
             return False

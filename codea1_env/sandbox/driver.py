@@ -37,7 +37,9 @@ from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
 from codea1_env.sandbox.child import CappedBuffer, ChildRun, ChildSession, WorkerBroken
 from codea1_env.sandbox.protocol import (
     AUDIT_COUNT_CAP,
+    MAX_CONTROL_BYTES,
     MAX_ERROR_CHARS,
+    ROUTINE_CONTROL_BYTES,
     receive_message,
     send_message,
 )
@@ -61,7 +63,7 @@ class ZygoteClient:
     def handshake(self, config: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send the configuration and return the zygote's probe facts."""
         send_message(self.control, dict(config, op="config"))
-        reply = self._receive(timeout_s)
+        reply = self._receive(timeout_s, MAX_CONTROL_BYTES)
         if reply.get("op") != "ready":
             raise WorkerBroken(f"{self.name}: unexpected reply to config: {reply!r}")
         facts: dict[str, Any] = reply.get("facts", {})
@@ -93,12 +95,12 @@ class ZygoteClient:
     def _settled(self, job_id: int) -> None:
         self._unsettled.discard(job_id)
 
-    def _receive(self, timeout_s: float) -> dict[str, Any]:
+    def _receive(self, timeout_s: float, max_bytes: int = ROUTINE_CONTROL_BYTES) -> dict[str, Any]:
         ready, _, _ = select.select([self.control], [], [], timeout_s)
         if not ready:
             raise WorkerBroken(f"{self.name}: no answer within {timeout_s:.0f}s")
         try:
-            message, _fds = receive_message(self.control)
+            message, _fds = receive_message(self.control, max_bytes=max_bytes)
         except (OSError, ValueError) as exc:
             raise WorkerBroken(f"{self.name}: control channel failed: {exc}") from None
         if message is None:

@@ -41,6 +41,7 @@ __all__ = [
     "MAX_CONTROL_BYTES",
     "MAX_ERROR_CHARS",
     "RESULT_FD",
+    "ROUTINE_CONTROL_BYTES",
     "pack_frame",
     "read_exact",
     "read_frame",
@@ -54,6 +55,11 @@ RESULT_FD = 3
 """Descriptor on which a job child writes its result records."""
 MAX_CONTROL_BYTES = 1 << 20
 """Largest control message (the configuration carries the seccomp program)."""
+ROUTINE_CONTROL_BYTES = 1 << 16
+"""Largest control message after the handshake (``spawn``, ``kill``, ``exit``, ``stats``...).
+
+Receiving into a buffer this size reuses heap memory; a :data:`MAX_CONTROL_BYTES` buffer is a
+fresh ``mmap`` (and a page fault) for every message, on the path of every job."""
 EXIT_RUNNER_ERROR = 70
 """Exit code of a child whose runner could not continue (for example, its result pipe broke)."""
 EXIT_RUNNER_MEMORY = 71
@@ -116,13 +122,16 @@ def send_message(
 
 
 def receive_message(
-    sock: socket.socket, max_fds: int = 0
+    sock: socket.socket, max_fds: int = 0, max_bytes: int = MAX_CONTROL_BYTES
 ) -> tuple[dict[str, Any] | None, list[int]]:
-    """Receive one control message; ``(None, [])`` at end of stream."""
+    """Receive one control message of at most ``max_bytes``; ``(None, [])`` at end of stream.
+
+    A longer message is cut short (one message per packet) and so fails to decode.
+    """
     if max_fds:
-        data, fds, _flags, _addr = socket.recv_fds(sock, MAX_CONTROL_BYTES, max_fds)
+        data, fds, _flags, _addr = socket.recv_fds(sock, max_bytes, max_fds)
     else:
-        data, fds = sock.recv(MAX_CONTROL_BYTES), []
+        data, fds = sock.recv(max_bytes), []
     if not data:
         for fd in fds:
             os.close(fd)

@@ -462,6 +462,11 @@ class JobRunner:
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
             os.close(null)
+        # Python's random reseeds itself from the OS in every forked child; start each job from
+        # the same state instead, so programs (and the GT) that use random are reproducible.
+        seeded = sys.modules.get("random")
+        if seeded is not None:
+            seeded.seed(0)
         self.builtins = _Builtins()
         if stdio:
             self._run_stdio(program, start)

@@ -36,7 +36,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from protocol import EXIT_RUNNER_ERROR, EXIT_RUNNER_MEMORY, RESULT_FD, receive_message, send_message
+from protocol import (
+    EXIT_RUNNER_ERROR,
+    EXIT_RUNNER_MEMORY,
+    RESULT_FD,
+    ROUTINE_CONTROL_BYTES,
+    receive_message,
+    send_message,
+)
 from runner import JobRunner, describe_exception, prepare_interpreter, real_exit, real_write
 
 _PR_SET_PDEATHSIG = 1
@@ -125,7 +132,7 @@ class Zygote:
         prepare_interpreter()
         os.environ.clear()
         os.environ.update(config.get("env", {}))
-        _reseed()  # every child starts from the same random state
+        _reseed()  # job children reseed too (random reseeds at fork): see runner.Runner.run
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_w)
         # Children share the zygote's pages copy-on-write; keep the garbage collector from
@@ -182,7 +189,7 @@ class Zygote:
                 self._drain_wakeups()
             self._reap()
             if self.control.fileno() in ready:
-                message, fds = receive_message(self.control, max_fds=8)
+                message, fds = receive_message(self.control, 8, ROUTINE_CONTROL_BYTES)
                 if message is None or message.get("op") == "quit":
                     self._shutdown()
                     return
