@@ -32,6 +32,7 @@ def run(*args: str, timeout: float = 300) -> str:
         ("examples/custom_problem.py", "tester reward parts"),
         ("examples/pettingzoo_loop.py", "returns:"),
         ("examples/vector_env.py", "tester reward per group"),
+        ("examples/stability_options.py", "what the tester saw (anonymized)"),
     ],
 )
 def test_example_runs(script, expect):
