@@ -66,6 +66,11 @@ class TrainConfig:
     """``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda[:N]``."""
     num_threads: int | None = None
     """torch CPU threads (``None``: torch's default)."""
+    distributed_strategy: Literal["ddp", "fsdp"] = "ddp"
+    """Under ``torchrun`` with several processes: ``ddp`` replicates both models on every rank
+    and sums gradients (CPU/gloo or GPU/NCCL); ``fsdp`` (sharded parameters, for GPUs) is
+    reserved and not implemented yet: a multi-process run with it stops with an error. Ignored
+    by a single process. See ``docs/scale_out.md``."""
 
     # --- models --------------------------------------------------------------------------------
     coder_model: str = "Qwen/Qwen2.5-Coder-1.5B-Instruct"
@@ -366,6 +371,11 @@ class TrainConfig:
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),
             ("prompt_style", self.prompt_style in ("chat", "compact"), "chat or compact"),
+            (
+                "distributed_strategy",
+                self.distributed_strategy in ("ddp", "fsdp"),
+                "ddp or fsdp",
+            ),
             (
                 "generation_backend",
                 self.generation_backend in ("auto", "transformers", "vllm"),

@@ -36,7 +36,12 @@ class SamplingParams:
         stop: Strings that end a completion. The returned text stops before the first one (as in
             the OpenAI API); the token ids still hold the tokens that completed it.
         seed: Seed for this call's random draws; ``None`` draws from the global RNG. The same
-            prompts, parameters and seed give the same completions on the same machine.
+            prompts, parameters and seed give the same completions on the same machine. Each
+            prompt has its own random stream, keyed by ``seed + seed_offset + index``, so a
+            prompt's completion does not depend on the other prompts of the call.
+        seed_offset: Index of this call's first prompt in a larger batch that was split across
+            calls or processes (data-parallel rollouts): the split batch then samples exactly
+            what the whole batch would have.
 
     """
 
@@ -45,6 +50,7 @@ class SamplingParams:
     max_new_tokens: int = 256
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    seed_offset: int = 0
 
     def __post_init__(self) -> None:
         if not self.temperature >= 0.0:
@@ -53,6 +59,8 @@ class SamplingParams:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.seed_offset < 0:
+            raise ValueError(f"seed_offset must be >= 0, got {self.seed_offset}")
         if isinstance(self.stop, str):
             raise TypeError("stop must be a sequence of strings, not a single string")
         stop = tuple(self.stop)

@@ -86,13 +86,17 @@ def run(args: argparse.Namespace) -> int:
     from agents.trainer import Trainer
 
     trainer = Trainer(config)
-    print(f"codea1 train: run directory {trainer.run_dir}", file=sys.stderr, flush=True)
+    main_rank = trainer.dist.is_main  # under torchrun only rank 0 talks
+    if main_rank:
+        print(f"codea1 train: run directory {trainer.run_dir}", file=sys.stderr, flush=True)
     result = trainer.train()
-    print(
-        f"codea1 train: done, {result.steps} steps; metrics in {result.run_dir / 'metrics.jsonl'}",
-        file=sys.stderr,
-        flush=True,
-    )
+    if main_rank:
+        print(
+            f"codea1 train: done, {result.steps} steps; "
+            f"metrics in {result.run_dir / 'metrics.jsonl'}",
+            file=sys.stderr,
+            flush=True,
+        )
     return 0
 
 

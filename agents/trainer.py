@@ -53,6 +53,7 @@ from agents.checkpoint import (
     write_text_atomic,
 )
 from agents.config import TrainConfig
+from agents.distributed import Distributed, NullMetricsLogger, from_environment, parameter_digest
 from agents.grpo import group_advantages
 from agents.metrics import MetricsLogger, ProgressBar
 from agents.rollout import Sample
@@ -155,7 +156,10 @@ class Trainer:
         train_source: A problem source to train on instead of ``config.problems`` (anything
             with ``sample(rng)``, such as ``ProceduralSource(families=["step"])``).
         eval_problems: Held-out problems instead of ``config.eval_problems``.
-        log: Where progress lines go (default: stderr).
+        log: Where progress lines go (default: stderr; ranks other than 0 log nothing).
+        distributed: The data-parallel group (default: :func:`agents.distributed.from_environment`,
+            which joins the group ``torchrun`` describes, or runs alone without one). See
+            :mod:`agents.distributed` for how a step is split over ranks.
 
     Example:
         >>> from agents.config import from_preset
@@ -172,22 +176,38 @@ class Trainer:
         train_source: Any = None,
         eval_problems: Sequence[Problem] | None = None,
         log: Callable[[str], None] = _stderr,
+        distributed: Distributed | None = None,
     ) -> None:
-        self.log = log
+        self._owns_dist = distributed is None
+        self.dist = distributed if distributed is not None else from_environment(config.device)
+        self.log = log if self.dist.is_main else _silent
+        if self.dist.enabled and config.distributed_strategy == "fsdp":
+            raise ValueError(
+                "distributed_strategy='fsdp' is not implemented in this version (parameters are "
+                "replicated); use distributed_strategy='ddp'"
+            )
+        if config.problems_per_step % self.dist.world_size:
+            raise ValueError(
+                f"problems_per_step={config.problems_per_step} must divide by the "
+                f"{self.dist.world_size} data-parallel processes"
+            )
         self.run_dir = Path(run_dir) if run_dir is not None else resolve_run_dir(config)
+        self.run_dir = Path(self.dist.broadcast(str(self.run_dir)))
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint = latest_checkpoint(self.run_dir)
         saved = self.run_dir / "config.json"
         if self.checkpoint is not None and saved.is_file():
             config = self._merge_saved_config(TrainConfig.load(saved), config)
         self.config = config
-        config.save(saved)
+        self.dist.barrier()  # every rank has read the saved config before rank 0 rewrites it
+        if self.dist.is_main:
+            config.save(saved)
 
         # --- seeding ---------------------------------------------------------------------------
         if config.num_threads:
             torch.set_num_threads(config.num_threads)
         _seed_everything(config.seed)
-        self.device = resolve_device(config.device)
+        self.device = self.dist.device(resolve_device(config.device))
         self.sampler = np.random.default_rng(config.seed)
         self.step_count = 0
         self.before: dict[str, float] = {}
@@ -221,6 +241,8 @@ class Trainer:
                 lr=config.tester_lr or config.lr,
                 device=self.device,
             )
+        for player in self._players():
+            player.dist = self.dist
         tester_player = self.tester if self.tester is not None else self.coder
         self.roles = RolePolicies(
             self.coder,
@@ -235,7 +257,8 @@ class Trainer:
         # --- referee and mistake book ---------------------------------------------------------
         self._owns_referee = referee is None
         self.mistake_book: Any = None
-        self.referee = referee if referee is not None else self._build_referee()
+        with self.dist.main_first():  # rank 0 creates the shared SQLite mistake book
+            self.referee = referee if referee is not None else self._build_referee()
         if referee is not None:
             self.mistake_book = getattr(referee, "mistake_book", None)
 
@@ -243,14 +266,16 @@ class Trainer:
         self.resumed_from: int | None = None
         if self.checkpoint is not None:
             self._load_checkpoint(self.checkpoint)
-        self.metrics = MetricsLogger(
-            self.run_dir,
-            resume_step=self.resumed_from,
-            tensorboard=config.tensorboard,
-            wandb_project=config.wandb_project if config.wandb else None,
-            run_name=self.run_dir.name,
-            config=config.to_dict(),
-        )
+        self.metrics: MetricsLogger | NullMetricsLogger = NullMetricsLogger()
+        if self.dist.is_main:
+            self.metrics = MetricsLogger(
+                self.run_dir,
+                resume_step=self.resumed_from,
+                tensorboard=config.tensorboard,
+                wandb_project=config.wandb_project if config.wandb else None,
+                run_name=self.run_dir.name,
+                config=config.to_dict(),
+            )
 
     # ------------------------------------------------------------------------------------------
     # setup helpers
@@ -319,11 +344,15 @@ class Trainer:
             if self.mistake_book is not None:
                 self.mistake_book.export_json(directory / "mistake_book.json")
 
-        path = write_checkpoint(
-            self.run_dir, self.step_count, write, keep=self.config.keep_checkpoints
-        )
-        self.log(f"checkpoint: wrote {path}")
-        return path
+        written = ""
+        if self.dist.is_main:  # written once; the other ranks wait for it
+            written = str(
+                write_checkpoint(
+                    self.run_dir, self.step_count, write, keep=self.config.keep_checkpoints
+                )
+            )
+            self.log(f"checkpoint: wrote {written}")
+        return Path(self.dist.broadcast(written))
 
     def _load_checkpoint(self, path: Path) -> None:
         for player in self._players():
@@ -338,9 +367,10 @@ class Trainer:
         info = json.loads((path / "trainer_state.json").read_text())
         self.before = {k: float(v) for k, v in info.get("before", {}).items()}
         book_file = path / "mistake_book.json"
-        if self.mistake_book is not None and book_file.is_file():
-            self.mistake_book.clear()
+        if self.mistake_book is not None and book_file.is_file() and self.dist.is_main:
+            self.mistake_book.clear()  # the shared SQLite book is restored once, by rank 0
             self.mistake_book.import_json(book_file)
+        self.dist.barrier()
         self.resumed_from = self.step_count
         self.roles.sync()
         self.log(f"resume: resuming from checkpoint {path.name} (step {self.step_count})")
@@ -389,7 +419,7 @@ class Trainer:
             player.snapshot_reference()
             player.reset_optimizer()
             path = self.run_dir / f"reference_{player.name}.pt"
-            if player.reference is not None:
+            if player.reference is not None and self.dist.is_main:
                 tmp = path.with_suffix(".tmp")
                 player.save_reference(tmp)
                 os.replace(tmp, path)
@@ -431,14 +461,21 @@ class Trainer:
         started = time.perf_counter()
 
         # 1. problems
-        problems = [self.train_source.sample(self.sampler) for _ in range(cfg.problems_per_step)]
+        all_problems = [
+            self.train_source.sample(self.sampler) for _ in range(cfg.problems_per_step)
+        ]
+        problems = self.dist.shard(all_problems)  # this rank's slice (all of them on one process)
 
         # 2. coder rollouts: n_codes per problem
         gen_started = time.perf_counter()
         coder_obs = [observation(p, "coder", "") for p in problems for _ in range(cfg.n_codes)]
         coder_infos = [_info(p, "coder") for p in problems for _ in range(cfg.n_codes)]
         code_gens = self.roles.generate(
-            "coder", coder_obs, coder_infos, seed=step_seed(cfg.seed, step, "coder")
+            "coder",
+            coder_obs,
+            coder_infos,
+            seed=step_seed(cfg.seed, step, "coder"),
+            seed_offset=self.dist.offset(len(coder_obs)),
         )
         codes = [g.text for g in code_gens]
 
@@ -456,7 +493,11 @@ class Trainer:
                 for _ in range(cfg.n_suites)
             ]
             suite_gens = self.roles.generate(
-                "tester", tester_obs, tester_infos, seed=step_seed(cfg.seed, step, "tester")
+                "tester",
+                tester_obs,
+                tester_infos,
+                seed=step_seed(cfg.seed, step, "tester"),
+                seed_offset=self.dist.offset(len(tester_obs)),
             )
         gen_seconds = time.perf_counter() - gen_started
         gen_tokens = sum(len(g.completion_ids) for g in code_gens) + sum(
@@ -481,10 +522,13 @@ class Trainer:
             batch.append((problem, problem_codes, problem_suites))
         judgements = self.referee.judge_many(batch, update_book=cfg.mistake_book)
         judge_seconds = time.perf_counter() - judge_started
+        # every rank's verdicts, in global problem order; once gathered, all ranks' mistake-book
+        # updates of this step are committed
+        all_judgements = self.dist.gather(judgements)
 
         curriculum = getattr(self.train_source, "observe", None)
         if curriculum is not None:
-            for problem, judgement in zip(problems, judgements, strict=True):
+            for problem, judgement in zip(all_problems, all_judgements, strict=True):
                 for rate in judgement.gt_pass_rates:
                     curriculum(problem.task_id, rate)
 
@@ -541,7 +585,12 @@ class Trainer:
         # 7. metrics
         self.step_count = step
         step_seconds = time.perf_counter() - started
-        row = self._step_metrics(judgements, cfg)
+        # data-parallel: the row describes the global batch (timings are rank 0's)
+        totals = self.dist.sum([gen_tokens, collapsed_groups["coder"], collapsed_groups["tester"]])
+        gen_tokens = int(totals[0])
+        collapsed_groups = {"coder": int(totals[1]), "tester": int(totals[2])}
+        chosen_std = self.dist.gather(chosen_std)
+        row = self._step_metrics(all_judgements, cfg)
         row.update(losses)
         row.update(
             {
@@ -553,7 +602,7 @@ class Trainer:
                 "charts/sandbox_share": judge_seconds / max(step_seconds, 1e-9),
                 "charts/update_seconds": update_seconds,
                 "charts/lr": float(self.coder.scheduler.get_last_lr()[0]),
-                "charts/problems": float(len(problems)),
+                "charts/problems": float(len(all_problems)),
             }
         )
         if chosen_std:
@@ -607,15 +656,17 @@ class Trainer:
         history: list[dict[str, Any]] = []
         try:
             if self.checkpoint is None:
-                sft = self.warm_start()
-                if sft:
+                sft = self.warm_start()  # replicated: every rank runs the same seeded steps
+                if sft and self.dist.is_main:
                     write_text_atomic(self.run_dir / "warm_start.json", json.dumps(sft, indent=2))
-                if cfg.eval_before_after:
+                if cfg.eval_before_after and self.dist.is_main:
                     self.log(f"evaluating on {len(self.eval_problems)} held-out problems ...")
                     self.before = self.evaluate()
                     self.log("before RL: " + json.dumps(_rounded(self.before)))
                 self.save_checkpoint()
-            bar = ProgressBar(cfg.steps, initial=self.step_count, enabled=cfg.progress_bar)
+            bar = ProgressBar(
+                cfg.steps, initial=self.step_count, enabled=cfg.progress_bar and self.dist.is_main
+            )
             try:
                 while self.step_count < cfg.steps:
                     row = self.step()
@@ -627,26 +678,63 @@ class Trainer:
                         self.save_checkpoint()
             finally:
                 bar.close()
+            if self.dist.enabled:
+                self.check_replicas()
             after: dict[str, float] = {}
-            if cfg.eval_before_after:
+            if cfg.eval_before_after and self.dist.is_main:
                 after = self.evaluate()
                 self.log("after RL: " + json.dumps(_rounded(after)))
                 self.log("\n" + format_summary(self.before, after))
             summary = {"steps": self.step_count, "before": self.before, "after": after}
-            write_text_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2))
+            if self.dist.is_main:
+                write_text_atomic(self.run_dir / "summary.json", json.dumps(summary, indent=2))
+            self.dist.barrier()
             return TrainResult(
                 self.run_dir, self.step_count, self.before, after, history, self.resumed_from
             )
         finally:
             self.close()
 
+    def check_replicas(self) -> dict[str, Any]:
+        """Compare the trained parameters of every data-parallel rank.
+
+        Each rank hashes its players' trainable parameters (SHA-256); rank 0 writes the digests to
+        ``run_dir/replicas.json``.
+
+        Returns:
+            ``{"world_size", "digests": [{player: digest} per rank], "identical"}``.
+
+        Raises:
+            RuntimeError: the replicas differ (on every rank, after the file is written).
+
+        """
+        digests = self.dist.gather([{p.name: parameter_digest(p.model) for p in self._players()}])
+        report = {
+            "world_size": self.dist.world_size,
+            "step": self.step_count,
+            "digests": digests,
+            "identical": all(d == digests[0] for d in digests),
+        }
+        if self.dist.is_main:
+            write_text_atomic(self.run_dir / "replicas.json", json.dumps(report, indent=2))
+        if not report["identical"]:
+            raise RuntimeError(f"data-parallel replicas diverged: {digests}")
+        self.log(f"replicas: {self.dist.world_size} ranks hold identical parameters")
+        return report
+
     def close(self) -> None:
-        """Close the metrics sinks, and the referee and mistake book when the trainer owns them."""
+        """Close the metrics sinks and what the trainer owns.
+
+        That is the referee and mistake book when it built them, and the process group when it
+        joined it.
+        """
         self.metrics.close()
         if self._owns_referee:
             self.referee.close()
             if self.mistake_book is not None:
                 self.mistake_book.close()
+        if self._owns_dist:
+            self.dist.shutdown()
 
 
 def _suite_spread(rewards: torch.Tensor) -> torch.Tensor:
@@ -699,6 +787,11 @@ def _curriculum_state(source: Any) -> dict[str, Any] | None:
 def collapsed(texts: Sequence[str], rewards: Sequence[float]) -> bool:
     """True when a GRPO group carries no signal: identical texts or equal rewards."""
     return len(set(texts)) <= 1 or max(rewards) - min(rewards) < 1e-12
+
+
+def _silent(message: str) -> None:
+    """The log of ranks other than 0."""
+    del message
 
 
 def _seed_everything(seed: int) -> None:

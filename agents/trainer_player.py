@@ -23,6 +23,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.config import TrainConfig
+from agents.distributed import SINGLE, Distributed
 from agents.grpo import grpo_loss
 from agents.rollout import Sample, micro_batches, pack, sequence_logprobs
 
@@ -86,6 +87,10 @@ class Player:
         device: Where the model lives.
         lr: This player's base learning rate.
         stats: Scratch stats of the last update.
+        dist: The data-parallel group (:data:`agents.distributed.SINGLE` for one process). With
+            several ranks each rank updates on its own samples, the loss is normalised by the
+            global token (or sequence) count and the gradients are summed over ranks, so every
+            replica takes the single-process step of the global batch.
 
     """
 
@@ -99,6 +104,7 @@ class Player:
     device: torch.device
     lr: float
     stats: dict[str, float] = field(default_factory=dict)
+    dist: Distributed = SINGLE
 
     # ------------------------------------------------------------------------------------------
     @property
@@ -165,7 +171,7 @@ class Player:
         cfg = self.config
         samples = [s for s in samples if s.n_tokens > 0]
         stats: dict[str, float] = {"lr": float(self.scheduler.get_last_lr()[0])}
-        if not samples:
+        if not self.dist.sum([len(samples)])[0]:
             # Nothing to learn from (e.g. every group collapsed): keep the schedule in step with
             # the run's steps without an optimizer step; torch warns about that order, harmlessly.
             with warnings.catch_warnings():
@@ -182,8 +188,12 @@ class Player:
         sums: dict[str, float] = {}
         counts = 0
         for _epoch in range(cfg.ppo_epochs):
-            for mini in _split(samples, cfg.mini_batches):
-                total_tokens = sum(s.n_tokens for s in mini)
+            for mini in self._mini_batches(samples):
+                # token and sequence counts of the global mini-batch (all ranks' parts)
+                total_tokens, total_seqs = self.dist.sum([sum(s.n_tokens for s in mini), len(mini)])
+                if total_seqs == 0:
+                    continue
+                part_sums: dict[str, float] = dict.fromkeys(_LOSS_STATS, 0.0)
                 self.optimizer.zero_grad(set_to_none=True)
                 for chunk in micro_batches(mini, cfg.micro_batch_size):
                     batch = pack(chunk, self.pad_id).to(self.device)
@@ -209,11 +219,14 @@ class Player:
                     if cfg.loss_aggregation == "token-mean":
                         weight = sum(s.n_tokens for s in chunk) / total_tokens
                     else:
-                        weight = len(chunk) / len(mini)
+                        weight = len(chunk) / total_seqs
                     (loss * weight).backward()
-                    for key in ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl"):
-                        sums[key] = sums.get(key, 0.0) + part[key] * weight
+                    for key in _LOSS_STATS:
+                        part_sums[key] += part[key] * weight
+                for key, value in zip(_LOSS_STATS, self.dist.sum(list(part_sums.values()))):
+                    sums[key] = sums.get(key, 0.0) + value
                 params = [p for p in self.model.parameters() if p.requires_grad]
+                self.dist.sum_gradients(params)
                 if cfg.max_grad_norm > 0:
                     norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 else:
@@ -224,9 +237,21 @@ class Player:
         self.optimizer.zero_grad(set_to_none=True)
         self.scheduler.step()
         self.model.eval()
-        stats.update({k: v / counts for k, v in sums.items()})
-        stats["tokens"] = float(sum(s.n_tokens for s in samples))
+        stats.update({k: v / max(1, counts) for k, v in sums.items()})
+        stats["tokens"] = self.dist.sum([sum(s.n_tokens for s in samples)])[0]
         return stats
+
+    def _mini_batches(self, samples: Sequence[Sample]) -> list[list[Sample]]:
+        """This rank's parts of the mini-batches.
+
+        Data-parallel, every rank gets exactly ``mini_batches`` parts (some maybe empty), so
+        all ranks take the same optimizer steps.
+        """
+        if not self.dist.enabled:
+            return _split(samples, self.config.mini_batches)
+        parts = self.config.mini_batches
+        size = math.ceil(len(samples) / parts) if samples else 0
+        return [list(samples[i * size : (i + 1) * size]) for i in range(parts)]
 
     # ------------------------------------------------------------------------------------------
     def trainable_state(self) -> dict[str, torch.Tensor]:
@@ -276,6 +301,9 @@ class Player:
         """Load reference weights written by :meth:`save_reference` (when the file exists)."""
         if self.reference is not None and path.is_file():
             self.reference.load_state_dict(torch.load(path, map_location=self.device))
+
+
+_LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
 
 
 def _split(samples: Sequence[Sample], parts: int) -> list[list[Sample]]:

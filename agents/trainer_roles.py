@@ -170,8 +170,14 @@ class RolePolicies:
         """The role's prompt text for an observation."""
         return self.templates[role].render_observation(obs, num_tests=self.config.k)
 
-    def params(self, role: str, *, seed: int, evaluation: bool = False) -> SamplingParams:
-        """Sampling parameters for one call (rollout or evaluation)."""
+    def params(
+        self, role: str, *, seed: int, evaluation: bool = False, seed_offset: int = 0
+    ) -> SamplingParams:
+        """Sampling parameters for one call (rollout or evaluation).
+
+        ``seed_offset``: index of the call's first prompt in the global batch (data-parallel
+        rollouts), see :attr:`agents.lm.SamplingParams.seed_offset`.
+        """
         cfg = self.config
         budget = cfg.max_code_tokens if role == "coder" else cfg.max_test_tokens
         temperature = cfg.rollout_temperature(role)
@@ -181,7 +187,12 @@ class RolePolicies:
                 temperature = cfg.eval_tester_temperature
         top_p = cfg.eval_top_p if evaluation else cfg.rollout_top_p(role)
         return SamplingParams(
-            temperature=temperature, top_p=top_p, max_new_tokens=budget, stop=self.stop, seed=seed
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=budget,
+            stop=self.stop,
+            seed=seed,
+            seed_offset=seed_offset,
         )
 
     def generate(
@@ -192,8 +203,13 @@ class RolePolicies:
         *,
         seed: int,
         evaluation: bool = False,
+        seed_offset: int = 0,
     ) -> list[Generation]:
         """Sample one answer per observation (a single batched call, seeded).
+
+        ``seed_offset`` is the index of the first observation in the global batch when a
+        data-parallel rank samples its slice: each answer is then the one the whole batch
+        would have given it.
 
         Raises:
             KeyError: a role this run does not play (the tester in golden mode).
@@ -202,9 +218,8 @@ class RolePolicies:
         if role not in self.lms:
             raise KeyError(f"this run has no {role} (mode {self.config.mode})")
         prompts = [self.prompt(role, obs) for obs in observations]
-        return list(
-            self.lms[role].generate(prompts, self.params(role, seed=seed, evaluation=evaluation))
-        )
+        params = self.params(role, seed=seed, evaluation=evaluation, seed_offset=seed_offset)
+        return list(self.lms[role].generate(prompts, params))
 
     @staticmethod
     def extract_code(text: str) -> str:

@@ -35,13 +35,36 @@ def _require_torch() -> Any:
     return torch
 
 
+def row_generators(seed: int, first_row: int, rows: int) -> list[torch.Generator]:
+    """One CPU random stream per row, keyed by ``seed + first_row + row`` (splitmix64-mixed).
+
+    A row's draws therefore depend only on its seed and its index in the whole batch, not on
+    which other rows share the call: a batch split across calls or data-parallel processes
+    samples exactly what it would have sampled in one call.
+    """
+    th = _require_torch()
+    generators = []
+    for row in range(first_row, first_row + rows):
+        z = (seed + row * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+        generator = th.Generator()
+        generator.manual_seed((z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF)
+        generators.append(generator)
+    return generators
+
+
 def sample_next(
     logits: torch.Tensor,
     temperature: float,
     top_p: float,
-    generator: torch.Generator | None,
+    generator: torch.Generator | Sequence[torch.Generator] | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one token per row of ``logits`` ``(B, V)``.
+
+    ``generator`` is one generator for the whole batch, one per row (each row then draws one
+    uniform number from its own stream and takes the token where the cumulative probability
+    passes it), or ``None`` (the global RNG).
 
     Returns:
         ``(ids, logprobs)``, both ``(B,)``: the sampled ids and their log-probabilities under the
@@ -66,7 +89,20 @@ def sample_next(
         drop = th.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         scaled = scaled.masked_fill(drop, float("-inf"))
     logp_all = th.log_softmax(scaled, dim=-1)
-    ids = th.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+    if generator is None or isinstance(generator, th.Generator):
+        ids = th.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)
+    else:
+        rows: list[torch.Generator] = list(generator)  # type: ignore[arg-type]
+        if len(rows) != logits.shape[0]:
+            raise ValueError(f"{len(rows)} generators for {logits.shape[0]} rows")
+        uniforms = th.stack([th.rand((), generator=g, dtype=th.float64) for g in rows])
+        cumulative = logp_all.double().exp().cumsum(dim=-1)
+        targets = (uniforms.to(cumulative.device) * cumulative[:, -1])[:, None]
+        ids = (cumulative <= targets).sum(dim=-1).clamp(max=logits.shape[-1] - 1)
+        # never land on a token the nucleus (or an underflow) gave no probability
+        ids = th.where(
+            th.isfinite(logp_all.gather(-1, ids[:, None]).squeeze(-1)), ids, logp_all.argmax(dim=-1)
+        )
     return ids, logp_all.gather(-1, ids[:, None]).squeeze(-1)
 
 
@@ -205,14 +241,13 @@ class TransformersLM:
         Raises:
             ValueError: If a prompt is empty.
         """
-        th = _require_torch()
+        _require_torch()
         if not rendered:
             return []
         encoded = [self._encode_rendered(text) for text in rendered]
-        generator: torch.Generator | None = None
+        generators: list[torch.Generator] | None = None
         if params.seed is not None:
-            generator = th.Generator(device=self.device)
-            generator.manual_seed(params.seed)
+            generators = row_generators(params.seed, params.seed_offset, len(encoded))
         size = self.batch_size or len(encoded)
         was_training = self.model.training
         self.model.eval()
@@ -220,7 +255,8 @@ class TransformersLM:
             results: list[Generation] = []
             for start in range(0, len(encoded), size):
                 chunk = encoded[start : start + size]
-                results.extend(self._sample_batch(chunk, params, generator))
+                rows = None if generators is None else generators[start : start + size]
+                results.extend(self._sample_batch(chunk, params, rows))
         finally:
             self.model.train(was_training)
         return [dataclasses.replace(g, prompt=r) for g, r in zip(results, rendered, strict=True)]
@@ -229,7 +265,7 @@ class TransformersLM:
         self,
         prompt_ids: list[list[int]],
         params: SamplingParams,
-        generator: torch.Generator | None,
+        generator: Sequence[torch.Generator] | None,
     ) -> list[Generation]:
         th = _require_torch()
         device = self.device

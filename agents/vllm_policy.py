@@ -165,8 +165,9 @@ class VLLMLM:
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
         """Sample one completion per prompt.
 
-        Each prompt gets its own request seed (``params.seed + index``), so repeated prompts in
-        one call (a GRPO group) give independent samples, and the same call gives the same ones.
+        Each prompt gets its own request seed (``params.seed + params.seed_offset + index``), so
+        repeated prompts in one call (a GRPO group) give independent samples, and the same call
+        gives the same ones.
         """
         if isinstance(prompts, str):
             raise TypeError("generate() takes a sequence of prompts, not a single string")
@@ -180,7 +181,7 @@ class VLLMLM:
                 top_p=params.top_p,
                 max_tokens=params.max_new_tokens,
                 stop=list(params.stop) or None,
-                seed=None if params.seed is None else params.seed + i,
+                seed=None if params.seed is None else params.seed + params.seed_offset + i,
                 logprobs=0,
             )
             for i in range(len(rendered))

@@ -1,0 +1,263 @@
+"""Data-parallel training over several processes with ``torch.distributed``.
+
+The trainer runs unchanged on one process; launched by ``torchrun`` (or ``accelerate launch
+--multi_gpu``, which sets the same variables) it becomes data-parallel:
+
+* **Rollouts are split across ranks.** Every rank draws the same global list of problems from the
+  shared seeded sampler and takes its contiguous slice (``problems_per_step`` must divide by the
+  world size). Each prompt is sampled from its own random stream keyed by its index in the global
+  batch (:attr:`agents.lm.SamplingParams.seed_offset`), so the split batch samples exactly what
+  one process would have sampled.
+* **Each rank judges its slice** with its own local sandbox. The mistake book is the shared SQLite
+  file in the run directory (WAL mode, safe for several writers): each rank updates the entries of
+  its own problems, and a barrier at the end of each step makes every rank see all updates before
+  the next step reads the book. Rank 0 alone restores it on resume and exports it to checkpoints.
+* **Gradients are summed across ranks** (one all-reduce of a flat buffer per optimizer step;
+  both models are replicated, ``distributed_strategy="ddp"``). Each micro-batch's loss is
+  weighted by its token count over the token count of the *global* mini-batch (all-reduced), so
+  the summed gradient is the gradient of the single-process token-mean loss; gradient clipping
+  and the optimizer step then run on identical gradients, and the replicas stay identical.
+* **Rank 0 alone writes** checkpoints, metrics (JSONL, TensorBoard, wandb), progress lines and the
+  summary; the other ranks log nothing. Metrics are computed from all ranks' judgements (gathered),
+  so a row equals the single-process row of the same global batch.
+
+Use :func:`from_environment` to join the process group that ``torchrun`` describes (``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``); without those variables (or with
+``WORLD_SIZE=1``) it returns :data:`SINGLE`, whose collectives are no-ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+try:
+    import torch
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("distributed training needs PyTorch: pip install 'codea1[train]'") from exc
+
+__all__ = [
+    "SINGLE",
+    "Distributed",
+    "NullMetricsLogger",
+    "Strategy",
+    "from_environment",
+    "parameter_digest",
+]
+
+T = TypeVar("T")
+
+Strategy = Literal["ddp", "fsdp"]
+"""How the models are spread over ranks: replicated (``ddp``); ``fsdp`` is reserved (not yet)."""
+
+_ENV_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place in a data-parallel run, and the collectives the trainer uses.
+
+    Attributes:
+        rank: Global rank (0 is the main process).
+        world_size: Number of processes.
+        local_rank: Rank on this node (selects the GPU).
+        backend: ``"gloo"``, ``"nccl"`` or ``None`` for a single process.
+        owns_group: Whether :meth:`shutdown` should destroy the process group.
+
+    """
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    backend: str | None = None
+    owns_group: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        """True with more than one process."""
+        return self.world_size > 1
+
+    @property
+    def is_main(self) -> bool:
+        """True on rank 0, the process that writes files and logs."""
+        return self.rank == 0
+
+    # ------------------------------------------------------------------------------------------
+    def device(self, device: torch.device) -> torch.device:
+        """The device of this rank: ``cuda:LOCAL_RANK`` for a CUDA device, else ``device``."""
+        if self.enabled and device.type == "cuda":
+            return torch.device("cuda", self.local_rank)
+        return device
+
+    def barrier(self) -> None:
+        """Wait for every rank."""
+        if self.enabled:
+            torch.distributed.barrier()
+
+    @contextlib.contextmanager
+    def main_first(self) -> Iterator[None]:
+        """Run the block on rank 0 first, then on the others (shared files created once)."""
+        if not self.is_main:
+            self.barrier()
+        yield
+        if self.is_main:
+            self.barrier()
+
+    def shard(self, items: Sequence[T]) -> list[T]:
+        """This rank's contiguous slice of ``items``.
+
+        Raises:
+            ValueError: ``len(items)`` does not divide by the world size.
+
+        """
+        if len(items) % self.world_size:
+            raise ValueError(
+                f"{len(items)} items cannot be split evenly over {self.world_size} processes"
+            )
+        size = len(items) // self.world_size
+        return list(items[self.rank * size : (self.rank + 1) * size])
+
+    def offset(self, local_count: int) -> int:
+        """Global index of this rank's first item when every rank holds ``local_count``."""
+        return self.rank * local_count
+
+    def gather(self, items: Sequence[T]) -> list[T]:
+        """Every rank's ``items`` concatenated in rank order, on every rank (picklable items)."""
+        if not self.enabled:
+            return list(items)
+        parts: list[Any] = [None] * self.world_size
+        torch.distributed.all_gather_object(parts, list(items))
+        return [item for part in parts for item in part]
+
+    def broadcast(self, value: T) -> T:
+        """Rank 0's ``value`` on every rank (a picklable object)."""
+        if not self.enabled:
+            return value
+        box = [value]
+        torch.distributed.broadcast_object_list(box, src=0)
+        return box[0]  # type: ignore[no-any-return]
+
+    def sum(self, values: Sequence[float]) -> list[float]:
+        """Element-wise sum of ``values`` over ranks (float64), on every rank."""
+        if not self.enabled:
+            return [float(v) for v in values]
+        tensor = torch.tensor([float(v) for v in values], dtype=torch.float64)
+        tensor = tensor.to(self._collective_device())
+        torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
+        return [float(v) for v in tensor.cpu().tolist()]
+
+    def sum_gradients(self, parameters: Iterable[torch.nn.Parameter]) -> None:
+        """Sum the gradients of ``parameters`` over ranks in place (one flat all-reduce).
+
+        A parameter without a gradient on this rank (it had no sample) contributes zeros and
+        receives the sum.
+        """
+        if not self.enabled:
+            return
+        params = list(parameters)
+        for p in params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        by_dtype: dict[tuple[torch.dtype, torch.device], list[torch.nn.Parameter]] = {}
+        for p in params:
+            by_dtype.setdefault((p.grad.dtype, p.grad.device), []).append(p)  # type: ignore[union-attr]
+        for group in by_dtype.values():
+            grads = [p.grad for p in group]
+            flat = torch.cat([g.reshape(-1) for g in grads])  # type: ignore[union-attr]
+            torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM)
+            start = 0
+            for g in grads:
+                assert g is not None
+                g.copy_(flat[start : start + g.numel()].view_as(g))
+                start += g.numel()
+
+    def shutdown(self) -> None:
+        """Destroy the process group when :func:`from_environment` created it."""
+        if self.owns_group and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+    def _collective_device(self) -> torch.device:
+        if self.backend == "nccl":
+            return torch.device("cuda", self.local_rank)
+        return torch.device("cpu")
+
+
+SINGLE = Distributed()
+"""A single process: every collective is a no-op."""
+
+
+def from_environment(device: str = "auto") -> Distributed:
+    """Join the process group described by ``torchrun``'s environment variables.
+
+    Args:
+        device: The run's device spec (``TrainConfig.device``): ``nccl`` is used when it resolves
+            to CUDA, ``gloo`` otherwise.
+
+    Returns:
+        :data:`SINGLE` without ``WORLD_SIZE`` or with ``WORLD_SIZE=1``; else this rank's
+        :class:`Distributed` (the process group is initialized here unless it already was).
+
+    Raises:
+        RuntimeError: ``WORLD_SIZE > 1`` but a variable torchrun sets is missing, or the backend
+            is not available.
+
+    """
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return SINGLE
+    missing = [name for name in _ENV_VARS if name not in os.environ]
+    if missing:
+        raise RuntimeError(
+            f"WORLD_SIZE={world_size} but {', '.join(missing)} not set: launch with "
+            "`torchrun --nproc_per_node N -m agents.cli train ...`"
+        )
+    rank = int(os.environ["RANK"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    cuda = torch.cuda.is_available() and (device == "auto" or device.startswith("cuda"))
+    backend = "nccl" if cuda else "gloo"
+    if not torch.distributed.is_available():
+        raise RuntimeError("this PyTorch build has no torch.distributed")
+    owns = False
+    if not torch.distributed.is_initialized():
+        if cuda:
+            torch.cuda.set_device(local_rank)
+        torch.distributed.init_process_group(backend=backend, rank=rank, world_size=world_size)
+        owns = True
+    else:
+        backend = str(torch.distributed.get_backend())
+    return Distributed(rank, world_size, local_rank, backend, owns)
+
+
+def parameter_digest(model: Any) -> str:
+    """SHA-256 of a model's trainable parameters (names, shapes and bytes), for replica checks."""
+    digest = hashlib.sha256()
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        tensor = p.detach()
+        full = getattr(tensor, "full_tensor", None)  # an FSDP2 DTensor shard
+        if callable(full):
+            tensor = full()
+        digest.update(name.encode())
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.float().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class NullMetricsLogger:
+    """The metrics sink of ranks other than 0: returns the row, writes nothing."""
+
+    def log(self, step: int, scalars: dict[str, Any]) -> dict[str, Any]:
+        """Return ``{"step": step, **numeric scalars}`` as :class:`MetricsLogger` would."""
+        row: dict[str, Any] = {"step": int(step)}
+        for key, value in scalars.items():
+            if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
+                row[key] = float(value)
+        return row
+
+    def close(self) -> None:
+        """Nothing to close."""

@@ -1,0 +1,167 @@
+"""Data-parallel training: 2 gloo processes under torchrun against one process, same global batch.
+
+Both runs resume the same warm-started checkpoint (a short supervised warm start gives the nano
+models non-zero rewards, so the RL steps have reward variance and really move the weights; the
+2-process run also exercises resume on every rank). Then:
+
+* the two ranks hold bit-identical parameters (``replicas.json``, SHA-256 per rank);
+* the per-step rewards, rates and rollout token counts equal the single-process run exactly:
+  each prompt samples from its own stream keyed by its global index, so the split batch draws
+  the same completions;
+* the losses and gradient norms agree to a relative 1e-4: the 2-process gradient is the sum of
+  two partial token-weighted sums (float32, another summation order), which moves the last bits;
+  a flipped completion would change a reward, which the exact comparison would catch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from agents.config import from_preset
+from agents.distributed import SINGLE, NullMetricsLogger, from_environment
+
+pytestmark = pytest.mark.slow
+
+TRAIN = [
+    "-m",
+    "agents.cli",
+    "train",
+    "--preset",
+    "nano",
+    "--seed",
+    "7",
+    "--problems",
+    "procedural:0:train:step",
+    "--problems-per-step",
+    "2",
+    "--n-codes",
+    "4",
+    "--n-suites",
+    "4",
+    "--sft-steps",
+    "150",
+    "--sft-tester-steps",
+    "60",
+    "--sft-batch-size",
+    "8",
+    "--sft-lr",
+    "5e-3",
+    "--lr",
+    "3e-4",
+]
+EXACT = (
+    "coder/reward",
+    "coder/gt_pass_rate",
+    "coder/compile_rate",
+    "tester/reward",
+    "tester/validity",
+    "tester/adversarial",
+    "charts/rollout_tokens",
+    "charts/coder_tokens",
+    "charts/tester_tokens",
+    "mistake_book/size",
+)
+CLOSE = (
+    "losses/coder_pg_loss",
+    "losses/coder_kl",
+    "losses/coder_grad_norm",
+    "losses/tester_pg_loss",
+    "losses/tester_kl",
+    "losses/tester_grad_norm",
+)
+
+
+def _run(args: list[str], log: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path.cwd())}
+    env.pop("WORLD_SIZE", None)
+    with log.open("w") as out:
+        done = subprocess.run(
+            [sys.executable, *args], stdout=out, stderr=subprocess.STDOUT, env=env, timeout=400
+        )
+    assert done.returncode == 0, log.read_text()[-3000:]
+
+
+def _rows(run_dir: Path) -> list[dict[str, float]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
+    warm, single, double = tmp_path / "warm", tmp_path / "single", tmp_path / "double"
+    _run([*TRAIN, "--steps", "0", "--output-dir", str(warm)], tmp_path / "warm.log")
+    shutil.copytree(warm, single)
+    shutil.copytree(warm, double)
+
+    _run([*TRAIN, "--steps", "2", "--output-dir", str(single)], tmp_path / "single.log")
+    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    _run([*torchrun, *TRAIN, "--steps", "2", "--output-dir", str(double)], tmp_path / "double.log")
+
+    # (1) the two ranks hold identical parameters
+    replicas = json.loads((double / "replicas.json").read_text())
+    assert replicas["world_size"] == 2 and replicas["step"] == 2
+    assert replicas["identical"] and replicas["digests"][0] == replicas["digests"][1]
+    assert set(replicas["digests"][0]) == {"coder", "tester"}
+
+    # (2) the metrics equal the single-process run of the same global batch
+    one, two = _rows(single), _rows(double)
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2]
+    for a, b in zip(one, two, strict=True):
+        assert b["charts/problems"] == a["charts/problems"] == 2.0
+        for key in EXACT:
+            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
+        for key in CLOSE:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    rewards = [r[k] for r in one for k in ("coder/reward", "tester/reward")]
+    assert any(v > 0 for v in rewards), "no reward signal: the comparison would be vacuous"
+    assert any(r["losses/tester_grad_norm"] > 0 for r in one)  # the weights really moved
+
+    # checkpoints written once, by rank 0; the final weights agree with the single process
+    final_one = torch.load(single / "checkpoints" / "step_2" / "coder_model.pt")
+    final_two = torch.load(double / "checkpoints" / "step_2" / "coder_model.pt")
+    start = torch.load(warm / "checkpoints" / "step_0" / "coder_model.pt")
+    moved = max(float((final_one[k] - start[k]).abs().max()) for k in start)
+    assert moved > 1e-5
+    for name, tensor in final_one.items():
+        torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=1e-6)
+    assert len((double / "metrics.jsonl").read_text().splitlines()) == 2  # one writer
+
+
+def test_single_process_without_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    dist = from_environment("cpu")
+    assert dist is SINGLE and dist.is_main and not dist.enabled
+    assert dist.shard([1, 2, 3]) == [1, 2, 3] and dist.gather([4]) == [4]
+    assert dist.sum([1, 2.5]) == [1.0, 2.5] and dist.offset(8) == 0
+
+
+def test_missing_torchrun_variables_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RuntimeError, match="RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT"):
+        from_environment("cpu")
+
+
+def test_shard_needs_an_even_split() -> None:
+    from agents.distributed import Distributed
+
+    second = Distributed(rank=1, world_size=2)
+    assert second.shard([0, 1, 2, 3]) == [2, 3] and second.offset(2) == 2
+    with pytest.raises(ValueError, match="cannot be split evenly over 2"):
+        second.shard([0, 1, 2])
+
+
+def test_strategy_plumbing() -> None:
+    assert from_preset("nano").distributed_strategy == "ddp"
+    assert from_preset("nano", distributed_strategy="fsdp").distributed_strategy == "fsdp"
+    with pytest.raises(ValueError, match="distributed_strategy"):
+        from_preset("nano", distributed_strategy="zero3")
+    row = NullMetricsLogger().log(3, {"a": 1, "b": float("nan"), "c": "text"})
+    assert row == {"step": 3, "a": 1.0}
