@@ -190,11 +190,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the duel as text."""
-        text = render_duel(self._duel)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return show_duel(self._duel, self.render_mode)
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
@@ -229,6 +225,15 @@ def duel_info(duel: Duel | None) -> dict[str, Any]:
     if duel.outcome is not None:
         info.update(duel.outcome.info())
     return info
+
+
+def show_duel(duel: Duel | None, render_mode: str | None) -> str | None:
+    """Render a duel for an env's ``render``: the text (``"ansi"``), or print it (``"human"``)."""
+    text = render_duel(duel)
+    if render_mode == "human":
+        print(text)
+        return None
+    return text
 
 
 def render_duel(duel: Duel | None) -> str:

@@ -25,7 +25,7 @@ from gymnasium.utils import seeding
 
 from codea1_env.builders import DuelHost
 from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.env import duel_info, render_duel
+from codea1_env.env import duel_info, show_duel
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.referee import Referee
 from codea1_env.rewards import RewardConfig
@@ -151,11 +151,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
 
     def render(self) -> str | None:
         """Text picture of the duel."""
-        text = render_duel(self._duel)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return show_duel(self._duel, self.render_mode)
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""

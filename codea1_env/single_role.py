@@ -18,7 +18,7 @@ from gymnasium.error import ResetNeeded
 
 from codea1_env.builders import DuelHost
 from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.env import duel_info, render_duel
+from codea1_env.env import duel_info, show_duel
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.mutation import MutantCache
 from codea1_env.problems.problem import Problem
@@ -69,11 +69,7 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the duel as text."""
-        text = render_duel(self._duel)
-        if self.render_mode == "human":
-            print(text)
-            return None
-        return text
+        return show_duel(self._duel, self.render_mode)
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""

@@ -162,3 +162,11 @@ def test_limits_dict_and_unknown_field(sandbox):
     assert e.referee.limits.call_timeout_s == 0.5
     with pytest.raises(ValueError, match="unknown field"):
         CodeTestDuelEnv(sandbox=sandbox, limits={"nope": 1})
+
+
+def test_human_render_prints_the_duel(sandbox, capsys):
+    e = CodeTestDuelEnv(sandbox=sandbox, render_mode="human")
+    e.reset(options={"problem": CUSTOM})
+    assert e.render() is None
+    assert "custom/abs_diff" in capsys.readouterr().out
+    e.close()
