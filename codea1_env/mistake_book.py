@@ -29,7 +29,6 @@ import abc
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from codea1_env import plain
+from codea1_env.atomic import write_text_atomic
 
 __all__ = [
     "FORMAT_NAME",
@@ -268,19 +268,7 @@ class MistakeBook(abc.ABC):
 
     def export_json(self, path: str | os.PathLike[str]) -> None:
         """Write the book to ``path`` atomically (temporary file, fsync, rename)."""
-        target = Path(path)
-        text = json.dumps(self.to_dict(), indent=1, ensure_ascii=False)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(target.parent)
+        write_text_atomic(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
 
     def import_json(self, path: str | os.PathLike[str]) -> None:
         """Load a file written by :meth:`export_json` (see :meth:`load_dict`).
@@ -304,19 +292,6 @@ class MistakeBook(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename is still atomic
-    finally:
-        os.close(fd)
 
 
 def _validate(data: Any, source: str) -> list[tuple[str, str, str, int]]:

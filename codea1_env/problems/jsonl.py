@@ -10,11 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from codea1_env.atomic import atomic_writer
 from codea1_env.problems.adapters import adapt_record
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import ProblemFormatError, problem_to_dict
@@ -117,19 +117,8 @@ def write_problems(path: str | os.PathLike[str], problems: Iterable[Problem]) ->
     Returns:
         The number of problems written.
     """
-    target = Path(path)
-    count = 0
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            count = _write_lines(handle, problems)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return count
+    with atomic_writer(path) as handle:
+        return _write_lines(handle, problems)
 
 
 def _write_lines(handle: IO[str], problems: Iterable[Problem]) -> int:
