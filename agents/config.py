@@ -68,9 +68,10 @@ class TrainConfig:
     """torch CPU threads (``None``: torch's default)."""
     distributed_strategy: Literal["ddp", "fsdp"] = "ddp"
     """Under ``torchrun`` with several processes: ``ddp`` replicates both models on every rank
-    and sums gradients (CPU/gloo or GPU/NCCL); ``fsdp`` (sharded parameters, for GPUs) is
-    reserved and not implemented yet: a multi-process run with it stops with an error. Ignored
-    by a single process. See ``docs/scale_out.md``."""
+    and sums gradients (CPU/gloo or GPU/NCCL); ``fsdp`` shards each player's parameters and
+    optimizer state over the ranks with FSDP2 (decoder layers and root; full parameters are
+    gathered for generation; tested on CPU/gloo; not with LoRA or vLLM rollouts). Ignored by a
+    single process. See ``docs/scale_out.md``."""
 
     # --- models --------------------------------------------------------------------------------
     coder_model: str = "Qwen/Qwen2.5-Coder-1.5B-Instruct"

@@ -17,6 +17,17 @@ The trainer runs unchanged on one process; launched by ``torchrun`` (or ``accele
   weighted by its token count over the token count of the *global* mini-batch (all-reduced), so
   the summed gradient is the gradient of the single-process token-mean loss; gradient clipping
   and the optimizer step then run on identical gradients, and the replicas stay identical.
+* **With ``distributed_strategy="fsdp"``** (PyTorch FSDP2, :func:`shard_model`) each decoder
+  layer and the root of a trained model hold only this rank's shard of their parameters; the
+  optimizer state is sharded with them. FSDP reduce-scatters (averages) the gradients itself, so
+  the trainer scales each micro-batch's global token-mean weight by the world size instead of
+  all-reducing: the gradient is the same sum as under ``ddp``. Every forward and backward is then
+  collective, so every rank runs the same number of micro-batches (a rank short of samples runs
+  zero-weight passes, :meth:`Distributed.max`). Generation, whose length differs per rank, runs
+  inside :func:`full_parameters` (every layer all-gathered once, no collective per token).
+  Checkpoints hold full state dicts (:func:`full_model_state`, :func:`full_optimizer_state`),
+  so ``ddp``, ``fsdp`` and single-process runs resume each other's checkpoints; the frozen KL
+  reference stays replicated.
 * **Rank 0 alone writes** checkpoints, metrics (JSONL, TensorBoard, wandb), progress lines and the
   summary; the other ranks log nothing. Metrics are computed from all ranks' judgements (gathered),
   so a row equals the single-process row of the same global batch.
@@ -46,13 +57,21 @@ __all__ = [
     "NullMetricsLogger",
     "Strategy",
     "from_environment",
+    "full_model_state",
+    "full_optimizer_state",
+    "full_parameters",
+    "is_sharded",
+    "load_full_model_state",
+    "load_full_optimizer_state",
     "parameter_digest",
+    "shard_model",
+    "shard_sizes",
 ]
 
 T = TypeVar("T")
 
 Strategy = Literal["ddp", "fsdp"]
-"""How the models are spread over ranks: replicated (``ddp``); ``fsdp`` is reserved (not yet)."""
+"""How the models are spread over ranks: replicated (``ddp``) or sharded with FSDP2 (``fsdp``)."""
 
 _ENV_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 
@@ -150,6 +169,14 @@ class Distributed:
         torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.SUM)
         return [float(v) for v in tensor.cpu().tolist()]
 
+    def max(self, value: int) -> int:
+        """The largest ``value`` over ranks, on every rank."""
+        if not self.enabled:
+            return int(value)
+        tensor = torch.tensor([int(value)], dtype=torch.int64, device=self._collective_device())
+        torch.distributed.all_reduce(tensor, op=torch.distributed.ReduceOp.MAX)
+        return int(tensor.item())
+
     def sum_gradients(self, parameters: Iterable[torch.nn.Parameter]) -> None:
         """Sum the gradients of ``parameters`` over ranks in place (one flat all-reduce).
 
@@ -246,6 +273,163 @@ def parameter_digest(model: Any) -> str:
         digest.update(str(tuple(tensor.shape)).encode())
         digest.update(tensor.float().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
+
+
+def shard_model(model: Any) -> Any:
+    """Shard ``model`` in place with FSDP2 over the default process group.
+
+    Every decoder layer (a module whose class name ends in ``DecoderLayer``, as in every
+    ``transformers`` causal LM) becomes its own FSDP unit, then the root (embeddings, final norm,
+    head) is sharded; the parameters become ``DTensor`` shards. Build the optimizer afterwards.
+
+    Returns:
+        The same module (its class is now an FSDP subclass).
+
+    Raises:
+        ValueError: the model has no decoder layers to shard.
+
+    """
+    from torch.distributed.fsdp import fully_shard
+
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    if not layers:
+        raise ValueError(f"fsdp: {type(model).__name__} has no *DecoderLayer modules to shard")
+    for layer in layers:
+        fully_shard(layer)
+    fully_shard(model)
+    return model
+
+
+def shard_sizes(model: Any) -> tuple[int, int]:
+    """``(elements this rank holds, elements of the full model)`` of the trainable parameters."""
+    local = total = 0
+    for p in model.parameters():
+        if p.requires_grad:
+            to_local = getattr(p, "to_local", None)  # a DTensor shard
+            local += (to_local() if callable(to_local) else p).numel()
+            total += p.numel()
+    return local, total
+
+
+def is_sharded(model: Any) -> bool:
+    """True when :func:`shard_model` sharded ``model``."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+@contextlib.contextmanager
+def full_parameters(model: Any) -> Iterator[None]:
+    """Hold every parameter of a sharded ``model`` unsharded for the block (no-op otherwise).
+
+    On entry every FSDP unit is all-gathered once (collective: every rank enters) and told not
+    to reshard after forward, so forwards inside the block run no collective; generation may
+    then take a different number of forwards on each rank, or run on rank 0 alone. On exit the
+    shards are restored and resharding after forward is switched back on (except for the root,
+    which FSDP2 keeps unsharded between forward and backward by default).
+    """
+    if not is_sharded(model):
+        yield
+        return
+    from torch.distributed.fsdp import FSDPModule
+
+    units = [m for m in model.modules() if isinstance(m, FSDPModule)]
+    for unit in units:
+        unit.set_reshard_after_forward(False, recurse=False)
+    for unit in units:
+        unit.unshard()
+    try:
+        yield
+    finally:
+        for unit in units:
+            unit.reshard()
+            if unit is not model:
+                unit.set_reshard_after_forward(True, recurse=False)
+
+
+def _state_options(*, rank0_only: bool) -> Any:
+    from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+    return StateDictOptions(full_state_dict=True, cpu_offload=rank0_only, strict=False)
+
+
+def full_model_state(model: Any, *, rank0_only: bool = False) -> dict[str, torch.Tensor]:
+    """The full trainable parameters of a sharded ``model`` on CPU (collective).
+
+    Keys are the parameter names of the unsharded model, so the dict loads into a
+    single-process model as is. With ``rank0_only`` the other ranks get an empty dict.
+    """
+    from torch.distributed.checkpoint.state_dict import get_model_state_dict
+
+    names = set(_trainable_names(model))
+    state: dict[str, Any] = get_model_state_dict(
+        model, options=_state_options(rank0_only=rank0_only)
+    )
+    return {k: v.detach().cpu().clone() for k, v in state.items() if k in names}
+
+
+def load_full_model_state(model: Any, state: dict[str, torch.Tensor]) -> None:
+    """Load full tensors (every rank passes the same ``state``) into a sharded ``model``."""
+    from torch.distributed.checkpoint.state_dict import set_model_state_dict
+
+    full: Any = state
+    set_model_state_dict(model, full, options=_state_options(rank0_only=False))
+
+
+def full_optimizer_state(model: Any, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """The full optimizer state of a sharded ``model`` in ``optimizer.state_dict()`` layout.
+
+    Collective: every rank calls it; rank 0 gets the state (keyed by parameter index, as a
+    single-process optimizer saves it), the other ranks an empty dict.
+    """
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
+
+    state: Any = get_optimizer_state_dict(model, optimizer, options=_state_options(rank0_only=True))
+    if not state:
+        return {}
+    index = {name: i for i, name in enumerate(_trainable_names(model))}
+    return {
+        "state": {index[name]: value for name, value in state["state"].items()},
+        "param_groups": [
+            {**group, "params": [index[name] for name in group["params"]]}
+            for group in state["param_groups"]
+        ],
+    }
+
+
+def load_full_optimizer_state(
+    model: Any, optimizer: torch.optim.Optimizer, state: dict[str, Any]
+) -> None:
+    """Load a ``optimizer.state_dict()``-layout state (every rank passes it) into a sharded run.
+
+    Raises:
+        ValueError: the state names a parameter index the model does not have.
+
+    """
+    names = _trainable_names(model)
+    if not state.get("state"):  # no step taken yet: only hyper-parameters, nothing to shard
+        optimizer.load_state_dict(state)
+        return
+    from torch.distributed.checkpoint.state_dict import set_optimizer_state_dict
+
+    def name(i: int) -> str:
+        if not 0 <= int(i) < len(names):
+            raise ValueError(f"optimizer state names parameter {i}; the model has {len(names)}")
+        return names[int(i)]
+
+    by_name: Any = {
+        "state": {name(i): value for i, value in state["state"].items()},
+        "param_groups": [
+            {**group, "params": [name(i) for i in group["params"]]}
+            for group in state["param_groups"]
+        ],
+    }
+    set_optimizer_state_dict(model, optimizer, by_name, options=_state_options(rank0_only=False))
+
+
+def _trainable_names(model: Any) -> list[str]:
+    """Trainable parameter names in optimizer order (the order :func:`Player` builds it in)."""
+    return [n for n, p in model.named_parameters() if p.requires_grad]
 
 
 class NullMetricsLogger:

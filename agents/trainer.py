@@ -27,6 +27,7 @@ the problem sampler, the step and the mistake book come back exactly as they wer
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -53,7 +54,14 @@ from agents.checkpoint import (
     write_text_atomic,
 )
 from agents.config import TrainConfig
-from agents.distributed import Distributed, NullMetricsLogger, from_environment, parameter_digest
+from agents.distributed import (
+    Distributed,
+    NullMetricsLogger,
+    from_environment,
+    is_sharded,
+    parameter_digest,
+    shard_sizes,
+)
 from agents.grpo import group_advantages
 from agents.metrics import MetricsLogger, ProgressBar
 from agents.rollout import Sample
@@ -181,11 +189,6 @@ class Trainer:
         self._owns_dist = distributed is None
         self.dist = distributed if distributed is not None else from_environment(config.device)
         self.log = log if self.dist.is_main else _silent
-        if self.dist.enabled and config.distributed_strategy == "fsdp":
-            raise ValueError(
-                "distributed_strategy='fsdp' is not implemented in this version (parameters are "
-                "replicated); use distributed_strategy='ddp'"
-            )
         if config.problems_per_step % self.dist.world_size:
             raise ValueError(
                 f"problems_per_step={config.problems_per_step} must divide by the "
@@ -243,6 +246,10 @@ class Trainer:
             )
         for player in self._players():
             player.dist = self.dist
+            player.shard_parameters()  # FSDP2 under distributed_strategy="fsdp", else no-op
+            if is_sharded(player.model):
+                local, total = shard_sizes(player.model)
+                self.log(f"fsdp: {player.name} holds {local}/{total} parameters on rank 0")
         tester_player = self.tester if self.tester is not None else self.coder
         self.roles = RolePolicies(
             self.coder,
@@ -253,6 +260,11 @@ class Trainer:
                 "tester": config.tester_model if config.separate_tester else config.coder_model,
             },
         )
+        if self.roles.backend == "vllm" and any(is_sharded(p.model) for p in self._players()):
+            raise ValueError(
+                "distributed_strategy='fsdp' cannot feed vLLM rollouts (sharded weights): use "
+                "--generation-backend transformers or distributed_strategy='ddp'"
+            )
 
         # --- referee and mistake book ---------------------------------------------------------
         self._owns_referee = referee is None
@@ -281,14 +293,22 @@ class Trainer:
     # setup helpers
 
     def _merge_saved_config(self, saved: TrainConfig, given: TrainConfig) -> TrainConfig:
-        """On resume the saved config wins, except ``steps`` (so a run can be extended)."""
-        differences = {
-            k: v for k, v in saved.diff(given).items() if k not in ("steps", "output_dir")
-        }
+        """On resume the saved config wins, except ``steps`` (so a run can be extended).
+
+        ``distributed_strategy`` also follows the command line: checkpoints hold full states,
+        so a run may resume under ``ddp``, ``fsdp`` or on one process.
+        """
+        kept = ("steps", "output_dir", "distributed_strategy")
+        differences = {k: v for k, v in saved.diff(given).items() if k not in kept}
         if differences:
             names = ", ".join(sorted(differences))
             self.log(f"resume: keeping the saved config; ignoring changed fields: {names}")
-        return replace(saved, steps=given.steps, output_dir=given.output_dir)
+        return replace(
+            saved,
+            steps=given.steps,
+            output_dir=given.output_dir,
+            distributed_strategy=given.distributed_strategy,
+        )
 
     def _build_referee(self) -> Any:
         from codea1_env.referee import Referee
@@ -325,10 +345,12 @@ class Trainer:
 
     def save_checkpoint(self) -> Path:
         """Write an atomic checkpoint of everything needed to resume at ``step_count``."""
+        # full states of sharded players, gathered by every rank before rank 0 writes
+        states = {player.name: player.checkpoint_state() for player in self._players()}
 
         def write(directory: Path) -> None:
             for player in self._players():
-                player.save(directory)
+                player.save(directory, states[player.name])
             torch.save(
                 {
                     "step": self.step_count,
@@ -451,6 +473,18 @@ class Trainer:
             extract=self.roles.extract_code,
         )
 
+    def _evaluate_on_main(self) -> dict[str, float]:
+        """Evaluate on rank 0 with full parameters (every rank calls it; the others get {})."""
+        with contextlib.ExitStack() as stack:
+            for player in self._players():
+                stack.enter_context(player.full_parameters())
+            return self.evaluate() if self.dist.is_main else {}
+
+    def _generate(self, role: str, *args: Any, **kwargs: Any) -> list[Any]:
+        """:meth:`RolePolicies.generate` with the role's full parameters (FSDP: collective)."""
+        with self.roles.players[role].full_parameters():
+            return self.roles.generate(role, *args, **kwargs)
+
     # ------------------------------------------------------------------------------------------
     # one RL step
 
@@ -470,7 +504,7 @@ class Trainer:
         gen_started = time.perf_counter()
         coder_obs = [observation(p, "coder", "") for p in problems for _ in range(cfg.n_codes)]
         coder_infos = [_info(p, "coder") for p in problems for _ in range(cfg.n_codes)]
-        code_gens = self.roles.generate(
+        code_gens = self._generate(
             "coder",
             coder_obs,
             coder_infos,
@@ -492,7 +526,7 @@ class Trainer:
                 for i in range(len(codes))
                 for _ in range(cfg.n_suites)
             ]
-            suite_gens = self.roles.generate(
+            suite_gens = self._generate(
                 "tester",
                 tester_obs,
                 tester_infos,
@@ -659,9 +693,9 @@ class Trainer:
                 sft = self.warm_start()  # replicated: every rank runs the same seeded steps
                 if sft and self.dist.is_main:
                     write_text_atomic(self.run_dir / "warm_start.json", json.dumps(sft, indent=2))
-                if cfg.eval_before_after and self.dist.is_main:
+                if cfg.eval_before_after:  # on rank 0 (the others only unshard with it)
                     self.log(f"evaluating on {len(self.eval_problems)} held-out problems ...")
-                    self.before = self.evaluate()
+                    self.before = self._evaluate_on_main()
                     self.log("before RL: " + json.dumps(_rounded(self.before)))
                 self.save_checkpoint()
             bar = ProgressBar(
@@ -681,8 +715,8 @@ class Trainer:
             if self.dist.enabled:
                 self.check_replicas()
             after: dict[str, float] = {}
-            if cfg.eval_before_after and self.dist.is_main:
-                after = self.evaluate()
+            if cfg.eval_before_after:
+                after = self._evaluate_on_main()
                 self.log("after RL: " + json.dumps(_rounded(after)))
                 self.log("\n" + format_summary(self.before, after))
             summary = {"steps": self.step_count, "before": self.before, "after": after}

@@ -23,7 +23,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.config import TrainConfig
-from agents.distributed import SINGLE, Distributed
+from agents.distributed import (
+    SINGLE,
+    Distributed,
+    full_model_state,
+    full_optimizer_state,
+    full_parameters,
+    is_sharded,
+    load_full_model_state,
+    load_full_optimizer_state,
+    shard_model,
+)
 from agents.grpo import grpo_loss
 from agents.rollout import Sample, micro_batches, pack, sequence_logprobs
 
@@ -90,7 +100,10 @@ class Player:
         dist: The data-parallel group (:data:`agents.distributed.SINGLE` for one process). With
             several ranks each rank updates on its own samples, the loss is normalised by the
             global token (or sequence) count and the gradients are summed over ranks, so every
-            replica takes the single-process step of the global batch.
+            replica takes the single-process step of the global batch. With
+            ``distributed_strategy="fsdp"`` (:meth:`shard_parameters`) the model and optimizer
+            are sharded, FSDP reduces the gradients and every rank runs the same number of
+            forwards (see :mod:`agents.distributed`).
 
     """
 
@@ -118,18 +131,61 @@ class Player:
         self.optimizer = _make_optimizer(self.model, self.config, self.lr)
         self.scheduler = _make_scheduler(self.optimizer, self.config)
 
+    def shard_parameters(self) -> None:
+        """Shard the model with FSDP2 when the run is data-parallel with ``fsdp`` (else no-op).
+
+        Collective (every rank calls it). The optimizer and schedule are rebuilt on the shards;
+        the frozen reference, already snapshotted, stays a replicated unsharded copy.
+
+        Raises:
+            ValueError: ``fsdp`` with LoRA (not supported: use ``ddp``).
+
+        """
+        if not self.dist.enabled or self.config.distributed_strategy != "fsdp":
+            return
+        if self.config.use_lora:
+            raise ValueError("distributed_strategy='fsdp' does not support LoRA; use 'ddp'")
+        shard_model(self.model)
+        self.reset_optimizer()
+
+    def full_parameters(self) -> Any:
+        """Context manager: the model's full parameters for generation (see ``distributed``)."""
+        return full_parameters(self.model)
+
     def snapshot_reference(self) -> None:
-        """Make the current weights the frozen KL reference (after the warm start)."""
+        """Make the current weights the frozen KL reference (after the warm start).
+
+        A sharded model's reference is refreshed from its full weights (collective).
+        """
         if self.config.kl_coef == 0 or self.config.use_lora:
             self.reference = None
             return
+        if is_sharded(self.model) and self.reference is not None:
+            self.reference.load_state_dict(full_model_state(self.model), strict=False)
+            return
         self.reference = _frozen_copy(self.model)
+
+    def _rounds(self, count: int) -> int:
+        """Forwards every rank runs for ``count`` local ones (the most over ranks under FSDP)."""
+        return self.dist.max(count) if is_sharded(self.model) else count
+
+    def _idle_pass(self, *, backward: bool) -> None:
+        """A zero-weight forward (and backward) that only joins FSDP's collectives."""
+        pad = self.pad_id
+        batch = pack([Sample([pad], [pad], 0.0, "coder")], pad).to(self.device)
+        logp = sequence_logprobs(self.model, batch, bf16=self.config.bf16)
+        if backward:
+            (logp.sum() * 0.0).backward()
 
     # ------------------------------------------------------------------------------------------
     @torch.no_grad()
     def _fill_logprobs(self, samples: Sequence[Sample], *, reference: bool) -> None:
         cfg = self.config
-        for chunk in micro_batches(samples, cfg.micro_batch_size):
+        chunks = list(micro_batches(samples, cfg.micro_batch_size))
+        if not reference or cfg.use_lora:  # forwards of the (maybe sharded) trained model
+            for _ in range(self._rounds(len(chunks)) - len(chunks)):
+                self._idle_pass(backward=False)
+        for chunk in chunks:
             batch = pack(chunk, self.pad_id).to(self.device)
             if reference:
                 if cfg.use_lora:
@@ -187,6 +243,8 @@ class Player:
         self.model.train()
         sums: dict[str, float] = {}
         counts = 0
+        sharded = is_sharded(self.model)
+        scale = self.dist.world_size if sharded else 1
         for _epoch in range(cfg.ppo_epochs):
             for mini in self._mini_batches(samples):
                 # token and sequence counts of the global mini-batch (all ranks' parts)
@@ -195,7 +253,10 @@ class Player:
                     continue
                 part_sums: dict[str, float] = dict.fromkeys(_LOSS_STATS, 0.0)
                 self.optimizer.zero_grad(set_to_none=True)
-                for chunk in micro_batches(mini, cfg.micro_batch_size):
+                chunks = list(micro_batches(mini, cfg.micro_batch_size))
+                for _ in range(self._rounds(len(chunks)) - len(chunks)):
+                    self._idle_pass(backward=True)
+                for chunk in chunks:
                     batch = pack(chunk, self.pad_id).to(self.device)
                     logp = sequence_logprobs(
                         self.model,
@@ -220,17 +281,22 @@ class Player:
                         weight = sum(s.n_tokens for s in chunk) / total_tokens
                     else:
                         weight = len(chunk) / total_seqs
-                    (loss * weight).backward()
+                    # FSDP averages the gradients over ranks: undo it to sum them as ddp does
+                    (loss * (weight * scale)).backward()
                     for key in _LOSS_STATS:
                         part_sums[key] += part[key] * weight
                 for key, value in zip(_LOSS_STATS, self.dist.sum(list(part_sums.values()))):
                     sums[key] = sums.get(key, 0.0) + value
                 params = [p for p in self.model.parameters() if p.requires_grad]
-                self.dist.sum_gradients(params)
+                if not sharded:  # FSDP has reduce-scattered them in backward
+                    self.dist.sum_gradients(params)
                 if cfg.max_grad_norm > 0:
                     norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
                 else:
                     norm = torch.nn.utils.clip_grad_norm_(params, float("inf"))
+                full_norm = getattr(norm, "full_tensor", None)  # a DTensor under FSDP
+                if callable(full_norm):
+                    norm = full_norm()
                 sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm)
                 self.optimizer.step()
                 counts += 1
@@ -255,17 +321,40 @@ class Player:
 
     # ------------------------------------------------------------------------------------------
     def trainable_state(self) -> dict[str, torch.Tensor]:
-        """The trainable parameters (all weights, or only the LoRA adapters), on CPU."""
+        """The trainable parameters (all weights, or only the LoRA adapters), on CPU.
+
+        Full tensors also for a sharded model (then collective: every rank calls it).
+        """
+        if is_sharded(self.model):
+            return full_model_state(self.model)
         return {
             name: p.detach().cpu().clone()
             for name, p in self.model.named_parameters()
             if p.requires_grad
         }
 
-    def save(self, directory: Path) -> None:
-        """Write weights, optimizer and scheduler states to ``directory/{name}_*.pt``."""
-        torch.save(self.trainable_state(), directory / f"{self.name}_model.pt")
-        torch.save(self.optimizer.state_dict(), directory / f"{self.name}_optimizer.pt")
+    def checkpoint_state(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """Full weights and optimizer state of a sharded model (``None`` when not sharded).
+
+        Collective: every rank calls it before rank 0 writes the checkpoint with :meth:`save`;
+        the result is in the single-process layout (rank 0 holds it, the others empty dicts).
+        """
+        if not is_sharded(self.model):
+            return None
+        weights = full_model_state(self.model, rank0_only=True)
+        return weights, full_optimizer_state(self.model, self.optimizer)
+
+    def save(
+        self, directory: Path, state: tuple[dict[str, Any], dict[str, Any]] | None = None
+    ) -> None:
+        """Write weights, optimizer and scheduler states to ``directory/{name}_*.pt``.
+
+        ``state`` is :meth:`checkpoint_state`'s result for a sharded model (required then).
+        """
+        if state is None:
+            state = self.trainable_state(), self.optimizer.state_dict()
+        torch.save(state[0], directory / f"{self.name}_model.pt")
+        torch.save(state[1], directory / f"{self.name}_optimizer.pt")
         torch.save(self.scheduler.state_dict(), directory / f"{self.name}_scheduler.pt")
 
     def load(self, directory: Path) -> None:
@@ -285,10 +374,13 @@ class Player:
                 f"checkpoint {directory} does not fit the {self.name} model: "
                 f"missing {missing_trainable[:3]}"
             )
-        self.model.load_state_dict(weights, strict=False)
-        self.optimizer.load_state_dict(
-            torch.load(directory / f"{self.name}_optimizer.pt", map_location=self.device)
-        )
+        optimizer = torch.load(directory / f"{self.name}_optimizer.pt", map_location=self.device)
+        if is_sharded(self.model):  # every rank loads the full state and keeps its shard
+            load_full_model_state(self.model, weights)
+            load_full_optimizer_state(self.model, self.optimizer, optimizer)
+        else:
+            self.model.load_state_dict(weights, strict=False)
+            self.optimizer.load_state_dict(optimizer)
         self.scheduler.load_state_dict(torch.load(directory / f"{self.name}_scheduler.pt"))
 
     def save_reference(self, path: Path) -> None:

@@ -11,6 +11,10 @@ models non-zero rewards, so the RL steps have reward variance and really move th
 * the losses and gradient norms agree to a relative 1e-4: the 2-process gradient is the sum of
   two partial token-weighted sums (float32, another summation order), which moves the last bits;
   a flipped completion would change a reward, which the exact comparison would catch.
+
+The ``fsdp`` run (FSDP2 over gloo) is held to the same standard: it resumes the single-process
+warm start into sharded models, stops after step 1 and resumes its own (full-state) checkpoint
+for step 2, and its rewards, final full weights and AdamW moments match the single process.
 """
 
 from __future__ import annotations
@@ -89,19 +93,29 @@ def _run(args: list[str], log: Path) -> None:
     assert done.returncode == 0, log.read_text()[-3000:]
 
 
+TORCHRUN = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
 def _rows(run_dir: Path) -> list[dict[str, float]]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
-    warm, single, double = tmp_path / "warm", tmp_path / "single", tmp_path / "double"
-    _run([*TRAIN, "--steps", "0", "--output-dir", str(warm)], tmp_path / "warm.log")
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The warm-started run directory (step 0) and its single-process continuation to step 2."""
+    root = tmp_path_factory.mktemp("baseline")
+    warm, single = root / "warm", root / "single"
+    _run([*TRAIN, "--steps", "0", "--output-dir", str(warm)], root / "warm.log")
     shutil.copytree(warm, single)
-    shutil.copytree(warm, double)
+    _run([*TRAIN, "--steps", "2", "--output-dir", str(single)], root / "single.log")
+    return warm, single
 
-    _run([*TRAIN, "--steps", "2", "--output-dir", str(single)], tmp_path / "single.log")
-    torchrun = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
-    _run([*torchrun, *TRAIN, "--steps", "2", "--output-dir", str(double)], tmp_path / "double.log")
+
+def test_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[Path, Path]) -> None:
+    warm, single = baseline
+    double = tmp_path / "double"
+    shutil.copytree(warm, double)
+    _run([*TORCHRUN, *TRAIN, "--steps", "2", "--output-dir", str(double)], tmp_path / "double.log")
 
     # (1) the two ranks hold identical parameters
     replicas = json.loads((double / "replicas.json").read_text())
@@ -131,6 +145,55 @@ def test_two_gloo_ranks_match_one_process(tmp_path: Path) -> None:
     for name, tensor in final_one.items():
         torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=1e-6)
     assert len((double / "metrics.jsonl").read_text().splitlines()) == 2  # one writer
+
+
+def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[Path, Path]) -> None:
+    warm, single = baseline
+    sharded = tmp_path / "fsdp"
+    shutil.copytree(warm, sharded)
+    fsdp = [*TORCHRUN, *TRAIN, "--distributed-strategy", "fsdp", "--output-dir", str(sharded)]
+    # step 1, a checkpoint, then a resumed step 2: sharded state is saved full and re-sharded
+    _run([*fsdp, "--steps", "1"], tmp_path / "fsdp1.log")  # a run's last step is checkpointed
+    _run([*fsdp, "--steps", "2"], tmp_path / "fsdp2.log")
+
+    # the models really were sharded: rank 0 holds about half of each
+    log = (tmp_path / "fsdp1.log").read_text()
+    for player in ("coder", "tester"):
+        line = next(ln for ln in log.splitlines() if ln.startswith(f"fsdp: {player} holds "))
+        local, total = map(int, line.split()[3].split("/"))
+        assert 0.4 * total < local < 0.6 * total, line
+    assert "resume: resuming from checkpoint step_1" in (tmp_path / "fsdp2.log").read_text()
+    replicas = json.loads((sharded / "replicas.json").read_text())
+    assert replicas["identical"] and replicas["step"] == 2  # full parameters, gathered per rank
+
+    one, two = _rows(single), _rows(sharded)
+    assert [r["step"] for r in two] == [1, 2]
+    for a, b in zip(one, two, strict=True):
+        for key in EXACT:
+            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
+        for key in CLOSE:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+
+    # full-state checkpoints in the single-process layout, equal to the single-process ones
+    for player in ("coder", "tester"):
+        ckpt_one = single / "checkpoints" / "step_2"
+        ckpt_two = sharded / "checkpoints" / "step_2"
+        final_one = torch.load(ckpt_one / f"{player}_model.pt")
+        final_two = torch.load(ckpt_two / f"{player}_model.pt")
+        start = torch.load(warm / "checkpoints" / "step_0" / f"{player}_model.pt")
+        assert set(final_two) == set(final_one)
+        assert max(float((final_one[k] - start[k]).abs().max()) for k in start) > 1e-5
+        for name, tensor in final_one.items():
+            torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=1e-6)
+        adam_one = torch.load(ckpt_one / f"{player}_optimizer.pt")
+        adam_two = torch.load(ckpt_two / f"{player}_optimizer.pt")
+        assert adam_two["param_groups"][0]["params"] == adam_one["param_groups"][0]["params"]
+        assert set(adam_two["state"]) == set(adam_one["state"])
+        for index, moments in adam_one["state"].items():
+            for key in ("exp_avg", "exp_avg_sq"):
+                torch.testing.assert_close(
+                    adam_two["state"][index][key], moments[key], rtol=1e-3, atol=1e-9
+                )
 
 
 def test_single_process_without_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
