@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Limits, SandboxUnavailable
+from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
 from codea1_env.sandbox.confinement import worker_files
 from codea1_env.sandbox.driver import ZygoteClient
@@ -39,7 +39,7 @@ from codea1_env.sandbox.layers import (
     resolve_required,
 )
 from codea1_env.sandbox.local import DEFAULT_PREIMPORT, job_environment
-from codea1_env.sandbox.pool import WorkerPool, check_jobs
+from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
 from codea1_env.sandbox.seccomp_policy import (
     SeccompPrograms,
     SeccompUnavailable,
@@ -213,7 +213,7 @@ def _stop_all(workers: list[_DockerWorker], leases: list[UidLease], socket_dir: 
     shutil.rmtree(socket_dir, ignore_errors=True)
 
 
-class DockerSandbox:
+class DockerSandbox(PooledSandbox):
     """Run jobs in containers, one warm container (zygote) per worker.
 
     Args:
@@ -335,40 +335,9 @@ class DockerSandbox:
             )
         self._pool = WorkerPool(self._workers)
 
-    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
-        """Run a batch of jobs in parallel on all containers; one result per job, in order."""
-        if self._closed:
-            raise SandboxUnavailable("the sandbox is closed")
-        check_jobs(jobs)
-        if not jobs:
-            return []
-        return self._pool.run(jobs)
-
-    def isolation(self) -> IsolationReport:
-        """The layers the probes found active in every container."""
-        return self._report
-
-    def close(self) -> None:
-        """Remove the containers and the socket directory. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown()
-        self._finalizer()
+    def _after_close(self) -> None:
+        """Close the engine's HTTP session once the containers are gone."""
         try:
             self.engine.close()
         except Exception:  # noqa: BLE001 - closing an HTTP session
-            pass
-
-    def __enter__(self) -> DockerSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    @property
-    def workers(self) -> int:
-        """Number of containers."""
-        return len(self._workers)
+            return

@@ -65,7 +65,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Limits, SandboxUnavailable
+from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
 from codea1_env.sandbox.confinement import LaunchPlan, plan_launch
 from codea1_env.sandbox.driver import ZygoteClient
@@ -76,7 +76,7 @@ from codea1_env.sandbox.layers import (
     layers_from_facts,
     resolve_required,
 )
-from codea1_env.sandbox.pool import WorkerPool, check_jobs
+from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
 from codea1_env.sandbox.seccomp_policy import (
     SeccompPrograms,
     SeccompUnavailable,
@@ -274,7 +274,7 @@ def _stop_all(workers: list[_LocalWorker], leases: list[UidLease], scratch: list
         shutil.rmtree(root, ignore_errors=True)
 
 
-class LocalSandbox:
+class LocalSandbox(PooledSandbox):
     """Run jobs in warm, confined fork servers on this machine.
 
     Args:
@@ -441,46 +441,7 @@ class LocalSandbox:
         return self._scratch[0]
 
     # ----------------------------------------------------------------- Sandbox protocol
-    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
-        """Run a batch of jobs in parallel on all workers; one result per job, in order.
-
-        Raises:
-            TypeError, ValueError: malformed jobs (nothing is run).
-            SandboxUnavailable: the sandbox is closed or a worker cannot be restarted.
-        """
-        if self._closed:
-            raise SandboxUnavailable("the sandbox is closed")
-        check_jobs(jobs)
-        if not jobs:
-            return []
-        return self._pool.run(jobs)
-
-    def isolation(self) -> IsolationReport:
-        """The layers the probes found active on every worker."""
-        return self._report
-
-    def close(self) -> None:
-        """Stop the workers, release their uids and remove the scratch root. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        pool = getattr(self, "_pool", None)
-        if pool is not None:
-            pool.shutdown()
-        self._finalizer()
-
-    def __enter__(self) -> LocalSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ----------------------------------------------------------------- introspection
-    @property
-    def workers(self) -> int:
-        """Number of workers."""
-        return len(self._workers)
-
     @property
     def uids(self) -> tuple[int, ...]:
         """The uids job children run as (empty when not running as root)."""

@@ -14,15 +14,22 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+from typing import Any, Protocol
 
-from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
+from codea1_env.sandbox.base import (
+    CallResult,
+    CallStatus,
+    IsolationReport,
+    Job,
+    JobResult,
+    SandboxUnavailable,
+)
 from codea1_env.sandbox.child import WorkerBroken
 from codea1_env.sandbox.driver import ZygoteClient
 
-__all__ = ["PooledWorker", "WorkerPool", "check_jobs"]
+__all__ = ["PooledSandbox", "PooledWorker", "WorkerPool", "check_jobs"]
 
 
 class PooledWorker(Protocol):
@@ -139,3 +146,61 @@ class WorkerPool:
     def shutdown(self) -> None:
         """Stop the dispatch threads (workers are stopped by their backend)."""
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+class PooledSandbox:
+    """The lifecycle every pool-owning backend shares: run through the pool, report, close.
+
+    Subclasses set ``_pool`` (a :class:`WorkerPool`), ``_report`` (their
+    :class:`~codea1_env.sandbox.base.IsolationReport`), ``_closed`` and ``_finalizer`` (releases
+    what the workers held), and may extend :meth:`_after_close`.
+    """
+
+    _pool: WorkerPool
+    _report: IsolationReport
+    _closed: bool
+    _finalizer: Callable[[], Any]
+    _workers: list[Any]
+
+    def run(self, jobs: Sequence[Job]) -> list[JobResult]:
+        """Run a batch of jobs in parallel on all workers; one result per job, in order.
+
+        Raises:
+            TypeError, ValueError: malformed jobs (nothing is run).
+            SandboxUnavailable: the sandbox is closed or a worker cannot be restarted.
+        """
+        if self._closed:
+            raise SandboxUnavailable("the sandbox is closed")
+        check_jobs(jobs)
+        if not jobs:
+            return []
+        return self._pool.run(jobs)
+
+    def isolation(self) -> IsolationReport:
+        """The layers the probes found active on every worker."""
+        return self._report
+
+    def close(self) -> None:
+        """Stop the workers and release what they held. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
+        self._finalizer()
+        self._after_close()
+
+    def _after_close(self) -> None:
+        """Release backend-specific resources after the workers are gone (default: none)."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def workers(self) -> int:
+        """Number of workers (containers, for the Docker backend)."""
+        return len(self._workers)
