@@ -99,6 +99,28 @@ def test_plain_values_round_trip_with_exact_types(sandbox: LocalSandbox) -> None
     assert math.isnan(result.calls[-1].value)
 
 
+def test_patched_builtins_do_not_change_how_values_are_reported(sandbox: LocalSandbox) -> None:
+    """The runner and the codec resolve builtins through their own copy, not the program's."""
+    program = (
+        "import builtins\n"
+        "for name in ('int', 'float', 'str', 'list', 'tuple', 'dict', 'set', 'bool', 'bytes',\n"
+        "             'len', 'isinstance', 'type', 'repr', 'getattr', 'ValueError'):\n"
+        "    setattr(builtins, name, None)\n"
+        "def f():\n"
+        "    return [1, 2.5, 'x', (1, b'y'), {1: {2}}, True]\n"
+        "def wipe():\n"
+        "    builtins.__dict__.clear()\n"
+        "    return 7\n"
+    )
+    result = run_one(sandbox, program, "f()", "wipe()", "f()", "1 / 0")
+    want = [1, 2.5, "x", (1, b"y"), {1: {2}}, True]
+    assert statuses(result) == [CallStatus.OK] * 3 + [CallStatus.EXCEPTION], result
+    assert values_equal(result.calls[0].value, want) and values_equal(result.calls[2].value, want)
+    assert [type(v) for v in result.calls[2].value] == [int, float, str, tuple, dict, bool]
+    assert result.calls[1].value == 7
+    assert result.calls[3].error.startswith("ZeroDivisionError"), result.calls[3].error
+
+
 def test_job_tag_stdout_stderr_and_timings_come_back(sandbox: LocalSandbox) -> None:
     program = "import sys, time\nprint('top')\ndef f(t):\n    time.sleep(t)\n    print('out', t)\n"
     program += "    print('err', file=sys.stderr)\n    return t\n"

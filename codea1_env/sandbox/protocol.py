@@ -24,6 +24,7 @@ Result records, as a child writes them:
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import socket
@@ -38,6 +39,7 @@ __all__ = [
     "EXIT_RUNNER_ERROR",
     "EXIT_RUNNER_MEMORY",
     "FRAME",
+    "TRUSTED_MODULES",
     "MAX_CONTROL_BYTES",
     "MAX_ERROR_CHARS",
     "RESULT_FD",
@@ -100,6 +102,24 @@ def read_exact(fd: int, size: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
+
+
+TRUSTED_MODULES = ("protocol", "runner", "zygote")
+"""The worker files that ``worker.py`` loads with a private copy of ``builtins``, in order."""
+
+
+def trusted_builtins() -> dict[str, Any]:
+    """The builtins dictionary the trusted worker modules resolve names through.
+
+    Inside a worker, ``worker.py`` loads :data:`TRUSTED_MODULES` with ``__builtins__`` set to a
+    private copy of ``builtins.__dict__`` made before any job ran, so that a program that patches
+    or empties the real ``builtins`` module changes only its own view. Returns that copy there;
+    anywhere else, a fresh copy.
+    """
+    own = globals().get("__builtins__")
+    if type(own) is dict and own is not builtins.__dict__:
+        return own
+    return dict(builtins.__dict__)
 
 
 def read_frame(fd: int, max_bytes: int) -> bytes:

@@ -7,8 +7,11 @@ evaluated in its namespace and the value is encoded as exact-type plain data
 the job's input on stdin; the parent keeps its stdout as the value.
 
 Untrusted code may patch anything it can reach. The runner therefore holds its own references to
-what it needs, keeps its own copy of ``builtins`` (:class:`_Builtins`) and serializes records with
-C-level helpers only, so a program cannot break the reporting of its own outcomes by accident.
+what it needs, resolves builtin names through a private copy of ``builtins`` (the worker loads
+the trusted modules with their own ``__builtins__``, see :func:`trusted_builtins`; the program
+patches or empties only the real module, which stays its view from call to call) and serializes
+records with C-level helpers only, so a program cannot break the reporting of its own outcomes
+by accident.
 A program that deliberately forges records can only claim values it could have returned anyway:
 the trusted parent validates the sequence and decodes values as plain data, nothing else.
 
@@ -404,34 +407,25 @@ class AuditTelemetry:
         return real != self.scratch and not real.startswith(self.scratch_prefix)
 
 
-class _Builtins:
-    """Keeps the runner's builtins apart from the program's.
+class _RecursionLimit:
+    """Keeps the runner's recursion limit apart from the program's.
 
-    Untrusted code may patch or empty the ``builtins`` module and change the recursion limit; it
-    runs with its own view (kept from call to call), while the runner's code in between runs
-    with the pristine one, so the program cannot break how its outcomes are reported.
+    The program may change the limit with ``sys.setrecursionlimit``; its own setting is kept from
+    call to call, while the runner's code in between runs with the limit the child started with.
+    (Builtins need no such swap: the trusted modules resolve names through a private copy, see
+    :func:`trusted_builtins`.)
     """
 
     def __init__(self) -> None:
-        live = builtins.__dict__
-        self.pristine = _dict(live)
-        self.program = _dict(live)
-        self.limit = _get_recursion_limit()
-        self.program_limit = self.limit
+        self.runner = _get_recursion_limit()
+        self.program = self.runner
 
     def enter_program(self) -> None:
-        live = builtins.__dict__
-        live.clear()
-        live.update(self.program)
-        _set_recursion_limit(self.program_limit)
+        _set_recursion_limit(self.program)
 
     def leave_program(self) -> None:
-        live = builtins.__dict__
-        self.program = _dict(live)
-        live.clear()
-        live.update(self.pristine)
-        self.program_limit = _get_recursion_limit()
-        _set_recursion_limit(self.limit)
+        self.program = _get_recursion_limit()
+        _set_recursion_limit(self.runner)
 
 
 class JobRunner:
@@ -443,7 +437,7 @@ class JobRunner:
         self.encode = encode
         self.plain_error = plain_error
         self.max_value_bytes = 1 << 20
-        self.builtins: _Builtins | None = None
+        self.recursion: _RecursionLimit | None = None
         self.audit: AuditTelemetry | None = None
         self.pid = _getpid()
 
@@ -467,7 +461,7 @@ class JobRunner:
         seeded = sys.modules.get("random")
         if seeded is not None:
             seeded.seed(0)
-        self.builtins = _Builtins()
+        self.recursion = _RecursionLimit()
         if stdio:
             self._run_stdio(program, start)
         else:
@@ -476,10 +470,10 @@ class JobRunner:
         real_exit(0)
 
     def _untrusted(self, function: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
-        """Call untrusted code with the program's builtins; ``(raised, result_or_exception)``."""
-        assert self.builtins is not None and self.audit is not None
+        """Call untrusted code; ``(raised, result_or_exception)``."""
+        assert self.recursion is not None and self.audit is not None
         audit = self.audit
-        self.builtins.enter_program()
+        self.recursion.enter_program()
         audit.armed = True
         try:
             return False, function(*args)
@@ -489,7 +483,7 @@ class JobRunner:
             audit.armed = False
             if _getpid() != self.pid:
                 real_exit(0)  # a process the program forked must not go on running the job
-            self.builtins.leave_program()
+            self.recursion.leave_program()
             audit.check_tracer()
 
     def _describe(self, exc: BaseException) -> str:

@@ -10,13 +10,42 @@ next.
 
 from __future__ import annotations
 
+import builtins
+import importlib.util
 import os
 import socket
 import sys
 import time
 
-from protocol import receive_message, send_message
-from zygote import Zygote
+_TRUSTED_MODULES = ("protocol", "runner", "zygote")  # protocol.TRUSTED_MODULES, before it loads
+
+
+def load_trusted_modules() -> None:
+    """Import the worker modules with a private copy of ``builtins``, made before any job runs.
+
+    Every function of a module resolves builtin names through the ``__builtins__`` of the module
+    it was defined in; with a copy there, a program that patches or empties the real ``builtins``
+    module (its own view, kept from call to call) cannot change how the runner and the plain-data
+    codec report its outcomes. Nothing is copied per job.
+    """
+    private = dict(builtins.__dict__)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _TRUSTED_MODULES:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(here, f"{name}.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the worker module {name}")
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__["__builtins__"] = private
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+load_trusted_modules()
+
+from protocol import TRUSTED_MODULES, receive_message, send_message  # noqa: E402
+from zygote import Zygote  # noqa: E402
+
+assert TRUSTED_MODULES == _TRUSTED_MODULES
 
 
 def _connect(path: str) -> socket.socket:
