@@ -386,6 +386,20 @@ def test_no_leftover_files_between_jobs(sandbox: LocalSandbox) -> None:
         assert result.calls[0].value == [False, False]
 
 
+def test_a_tree_deeper_than_the_recursion_limit_is_removed(sandbox: LocalSandbox) -> None:
+    """Clean-up is iterative: a deep nest neither breaks the worker nor reaches the next job."""
+    nester = "import os\ndef f(n):\n    for _ in range(n):\n        os.mkdir('d')\n"
+    nester += "        os.chdir('d')\n    open('f', 'w').write('x')\n    return n\n"
+    slow = Limits(call_timeout_s=20.0, setup_timeout_s=2.0, cpu_time_s=20.0, memory_mb=256)
+    pids = sandbox.worker_pids()
+    [nested] = sandbox.run([Job(nester, ("f(1500)",), limits=slow)])
+    assert nested.calls[0].ok and nested.calls[0].value == 1500, nested
+    looker = "import os\ndef f(): return sorted(os.listdir('.'))"
+    for result in sandbox.run([Job(looker, ("f()",))] * 4):
+        assert result.calls[0].value == []
+    assert sandbox.worker_pids() == pids  # no worker died (and was restarted) on the way
+
+
 def test_no_leftover_descriptors_in_the_parent(sandbox: LocalSandbox) -> None:
     jobs = [Job("def f(): print('x'); return 1", ("f()", "f(")), Job("x", stdin_inputs=("",))]
     sandbox.run(jobs)

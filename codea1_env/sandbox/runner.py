@@ -36,6 +36,7 @@ import io
 import json
 import os
 import socket
+import stat
 import sys
 import types
 from collections.abc import Callable
@@ -245,6 +246,8 @@ _fsdecode = os.fsdecode
 _fspath = os.fspath
 _normpath = os.path.normpath
 _realpath = os.path.realpath
+_lstat = os.lstat
+_s_islnk = stat.S_ISLNK
 _gettrace = sys.gettrace
 _getprofile = sys.getprofile
 _add_audit_hook = sys.addaudithook
@@ -380,6 +383,13 @@ class AuditTelemetry:
         if read:
             self._count(_READ)
 
+    @staticmethod
+    def _is_link(path: str) -> bool:
+        try:
+            return _s_islnk(_lstat(path).st_mode)
+        except _OSError:
+            return False
+
     def _outside(self, path: Any, dir_fd: Any) -> bool:
         """True when ``path`` (relative to ``dir_fd`` or the cwd) resolves outside scratch."""
         if _type(path) is int:
@@ -392,6 +402,7 @@ class AuditTelemetry:
             text = _fsdecode(_fspath(path))
         if not text:
             return False
+        simple = False
         if not text.startswith("/"):
             if _type(path) is int:
                 return False  # a pipe, socket or anonymous descriptor
@@ -399,11 +410,14 @@ class AuditTelemetry:
                 base = _readlink(f"/proc/self/fd/{dir_fd:d}")
             else:
                 base = _getcwd()
+            # One plain name in a resolved directory: resolving it is one lstat, not one per
+            # component (a program nesting directories must not make each event cost O(depth)).
+            simple = "/" not in text and text not in (".", "..")
             text = f"{base}/{text}"
         text = _normpath(text)
         if text in _NEUTRAL_PATHS or text.startswith(_NEUTRAL_PREFIXES):
             return False
-        real = _realpath(text)
+        real = text if simple and not self._is_link(text) else _realpath(text)
         return real != self.scratch and not real.startswith(self.scratch_prefix)
 
 

@@ -29,7 +29,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -98,6 +97,7 @@ class Zygote:
         self.libc = _libc()
         self.config: dict[str, Any] = {}
         self.children: dict[int, dict[str, Any]] = {}  # pid -> {"id", "scratch", "killed"}
+        self.scratch = ""  # every job's scratch path while none is left behind (configure())
         self.uid: int | None = None
         self.gid: int | None = None
         self.plain_encode: Callable[[Any], Any] | None = None
@@ -132,8 +132,13 @@ class Zygote:
                 self.notes.append(f"pre-import of {name} failed: {exc}")
         sys.path[:] = [p for p in sys.path[1:] if p] + list(config.get("python_paths", []))
         prepare_interpreter()
+        # One job at a time, each removed before the next starts: every job gets the same
+        # scratch path, so HOME, TMPDIR and PWD are set once here instead of in every child.
+        self.scratch = os.path.join(config["scratch_root"], "job")
+        _remove_tree(self.scratch)  # left by a worker that died mid-job (bare mode only)
         os.environ.clear()
         os.environ.update(config.get("env", {}))
+        os.environ.update(HOME=self.scratch, TMPDIR=self.scratch, PWD=self.scratch)
         _reseed()  # job children reseed too (random reseeds at fork): see runner.Runner.run
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_w)
@@ -275,7 +280,9 @@ class Zygote:
     def _spawn(self, message: dict[str, Any], fds: list[int]) -> None:
         self._retire_children()
         job_id = int(message["id"])
-        scratch = os.path.join(self.config["scratch_root"], f"job-{job_id}")
+        scratch = self.scratch
+        if os.path.lexists(scratch):  # the last clean-up failed: never reuse what is left there
+            scratch = os.path.join(self.config["scratch_root"], f"job-{job_id}")
         pid = os.fork()
         if pid == 0:
             try:
@@ -299,8 +306,9 @@ class Zygote:
             _signal.signal(int(sig), int(signal.SIG_DFL))
         os.setsid()
         self.control.detach()  # the descriptor is closed below; the object must not own it
-        high = [_dup_high(fd) for fd in fds]
-        for target, fd in zip((0, RESULT_FD, 1, 2), high):
+        if min(fds) <= RESULT_FD:  # received descriptors are above 3 unless 0-3 were closed
+            fds = [_dup_high(fd) for fd in fds]
+        for target, fd in zip((0, RESULT_FD, 1, 2), fds):
             os.dup2(fd, target)
         os.closerange(RESULT_FD + 1, _max_fd())
         try:
@@ -320,9 +328,9 @@ class Zygote:
         _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
         if self.job_filter is not None:
             self._load_filter(self.job_filter)
-        # Item by item: ``update`` goes through the Mapping ABCs, several times dearer here.
-        environ = os.environ  # the rest of the environment: configure()
-        environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = scratch
+        if scratch != self.scratch:  # the probe, or a job after a failed clean-up
+            environ = os.environ  # item by item: ``update`` goes through the Mapping ABCs
+            environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = scratch
 
     def _load_filter(self, bpf_filter: tuple[Any, _SockFprog]) -> None:
         _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
@@ -499,8 +507,61 @@ def _max_fd() -> int:
         return 65536
 
 
-def _remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _remove_tree(path: str) -> bool:
+    """Remove ``path`` and everything under it, however deep; False when something is left.
+
+    Iterative and descriptor-relative, holding one directory open at a time: a job may leave a
+    tree nested deeper than the recursion limit (``shutil.rmtree`` would raise RecursionError)
+    or than ``PATH_MAX`` allows to name.
+    """
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        return True
+    except OSError:  # not a directory (or a link to one): a plain unlink
+        try:
+            os.unlink(path)
+        except OSError:
+            return not os.path.lexists(path)
+        return True
+    trail: list[str] = []  # names from ``path`` down to the directory ``fd`` holds
+    try:
+        while True:
+            child = _empty_into(fd)
+            if child is not None:
+                below = os.open(child, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = below
+                trail.append(child)
+            elif trail:
+                above = os.open("..", _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = above
+                os.rmdir(trail.pop(), dir_fd=fd)
+            else:
+                break
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    try:
+        os.rmdir(path)
+    except OSError:
+        return not os.path.lexists(path)
+    return True
+
+
+def _empty_into(fd: int) -> str | None:
+    """Unlink every non-directory in directory ``fd``; the name of a subdirectory, if any."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                return entry.name
+            os.unlink(entry.name, dir_fd=fd)
+    return None
 
 
 def _reseed() -> None:
