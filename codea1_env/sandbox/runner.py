@@ -82,6 +82,7 @@ _BaseException = BaseException
 _get_recursion_limit = sys.getrecursionlimit
 _set_recursion_limit = sys.setrecursionlimit
 _quote = json.encoder.encode_basestring_ascii
+_decode_json = json.JSONDecoder().decode
 _int_repr = int.__repr__
 _float_repr = float.__repr__
 _INFINITY = float("inf")
@@ -443,33 +444,40 @@ class _RecursionLimit:
 
 
 class JobRunner:
-    """Runs one job inside a confined child and streams its result records."""
+    """Runs one job inside a confined child and streams its result records.
 
-    def __init__(self, encode: Callable[[Any], Any] | None, plain_error: type[Exception]) -> None:
+    The zygote builds one before it forks (so that children inherit it instead of building it),
+    for the scratch directory every job gets; :meth:`run` is called in the child only.
+
+    Args:
+        encode: The plain-data encoder.
+        plain_error: The exception it raises for a value that is not plain data.
+        scratch: The job's scratch directory, resolved (the child's working directory).
+    """
+
+    def __init__(
+        self, encode: Callable[[Any], Any] | None, plain_error: type[Exception], scratch: str
+    ) -> None:
         if encode is None:
             raise RuntimeError("plain-data codec not loaded")
         self.encode = encode
         self.plain_error = plain_error
         self.max_value_bytes = 1 << 20
         self.recursion: _RecursionLimit | None = None
-        self.audit: AuditTelemetry | None = None
-        self.pid = _getpid()
+        self.audit = AuditTelemetry(scratch)
+        self.pid = -1
 
     def run(self) -> None:
         """Read the job from stdin, run it, stream the records, and exit the process."""
-        self.audit = AuditTelemetry(_getcwd())
+        self.pid = _getpid()
         self.audit.install()
-        header = json.loads(read_frame(0, 1 << 30))
+        header = _decode_json(read_frame(0, 1 << 30).decode("utf-8", "surrogatepass"))
         self.max_value_bytes = int(header.get("max_value_bytes", self.max_value_bytes))
         stdio = header.get("mode") == "stdio"
         program = str(header["program"])
         start = int(header.get("start", 0))
         calls = [str(call) for call in header.get("calls", [])]
-        del header
-        if not stdio:
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
+        del header  # stdin: at end of file now (the parent closes it after the header)
         # Python's random reseeds itself from the OS in every forked child; start each job from
         # the same state instead, so programs (and the GT) that use random are reproducible.
         seeded = sys.modules.get("random")
@@ -485,7 +493,7 @@ class JobRunner:
 
     def _untrusted(self, function: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
         """Call untrusted code; ``(raised, result_or_exception)``."""
-        assert self.recursion is not None and self.audit is not None
+        assert self.recursion is not None
         audit = self.audit
         self.recursion.enter_program()
         audit.armed = True
@@ -507,7 +515,7 @@ class JobRunner:
 
     def _send(self, record: str) -> None:
         """Send one status record, preceded by the audit totals when they changed."""
-        if self.audit is not None and self.audit.dirty and not _write_frame(self.audit.record()):
+        if self.audit.dirty and not _write_frame(self.audit.record()):
             real_exit(EXIT_RUNNER_ERROR)
         if not _write_frame(record):
             real_exit(EXIT_RUNNER_ERROR)

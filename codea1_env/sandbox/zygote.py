@@ -73,13 +73,31 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _filter(hex_program: str) -> tuple[Any, _SockFprog] | None:
-    """A loadable ``sock_fprog`` for a BPF program (and the buffer that must outlive it)."""
+def _prctl_args(option: int, arg: int) -> tuple[Any, ...]:
+    """The five ctypes arguments of ``prctl(option, arg, 0, 0, 0)``."""
+    zero = ctypes.c_ulong(0)
+    return (ctypes.c_int(option), ctypes.c_ulong(arg), zero, zero, zero)
+
+
+def _filter(hex_program: str) -> tuple[Any, _SockFprog, tuple[Any, ...]] | None:
+    """A loadable BPF program: ``(buffer, sock_fprog, prctl arguments)``.
+
+    The buffer must outlive the ``sock_fprog``; the arguments are those of
+    ``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &sock_fprog, 0, 0)``.
+    """
     program = bytes.fromhex(hex_program)
     if not program:
         return None
     buffer = ctypes.create_string_buffer(program, len(program))
-    return buffer, _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    args = (
+        ctypes.c_int(_PR_SET_SECCOMP),
+        ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+        ctypes.byref(fprog),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+    )
+    return buffer, fprog, args
 
 
 def _ns_inode(name: str) -> int:
@@ -98,11 +116,15 @@ class Zygote:
         self.config: dict[str, Any] = {}
         self.children: dict[int, dict[str, Any]] = {}  # pid -> {"id", "scratch", "killed"}
         self.scratch = ""  # every job's scratch path while none is left behind (configure())
+        self.runner: JobRunner | None = None  # built for that path, inherited by children
         self.uid: int | None = None
         self.gid: int | None = None
         self.plain_encode: Callable[[Any], Any] | None = None
         self.plain_error: type[Exception] = ValueError
-        self.job_filter: tuple[Any, _SockFprog] | None = None
+        self.job_filter: tuple[Any, _SockFprog, tuple[Any, ...]] | None = None
+        self.no_new_privs = False  # set in the zygote, so inherited by every child
+        # prctl arguments, built once: ctypes conversions are dear in a freshly forked child
+        self.pdeathsig_args = _prctl_args(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
         self.notes: list[str] = []
         self.unshared: list[str] = []
         self.wake_r, self.wake_w = os.pipe()
@@ -125,6 +147,8 @@ class Zygote:
         except OSError as exc:
             self.notes.append(f"cannot restrict {config['scratch_root']}: {exc.strerror}")
         self._load_plain(config["plain_path"])
+        self.scratch = os.path.join(config["scratch_root"], "job")
+        self.runner = JobRunner(self.plain_encode, self.plain_error, os.path.realpath(self.scratch))
         for name in config.get("preimport", []):
             try:
                 __import__(name)
@@ -134,7 +158,6 @@ class Zygote:
         prepare_interpreter()
         # One job at a time, each removed before the next starts: every job gets the same
         # scratch path, so HOME, TMPDIR and PWD are set once here instead of in every child.
-        self.scratch = os.path.join(config["scratch_root"], "job")
         _remove_tree(self.scratch)  # left by a worker that died mid-job (bare mode only)
         os.environ.clear()
         os.environ.update(config.get("env", {}))
@@ -149,6 +172,7 @@ class Zygote:
         if worker_filter is not None:  # last: it also binds the zygote, and children inherit it
             try:
                 self._load_filter(worker_filter)
+                self.no_new_privs = True
             except OSError as exc:
                 self.job_filter = None
                 self.notes.append(f"seccomp: the worker filter did not load: {exc}")
@@ -287,7 +311,9 @@ class Zygote:
         if pid == 0:
             try:
                 self.confine_child(fds, scratch, message.get("limits", {}))
-                JobRunner(self.plain_encode, self.plain_error).run()
+                if scratch == self.scratch and self.runner is not None:
+                    self.runner.run()
+                JobRunner(self.plain_encode, self.plain_error, os.getcwd()).run()
             except MemoryError:
                 real_exit(EXIT_RUNNER_MEMORY)
             except BaseException:  # noqa: BLE001 - a child must never return into the zygote
@@ -324,24 +350,19 @@ class Zygote:
             os.setgroups([])
             os.setgid(self.gid if self.gid is not None else self.uid)
             os.setuid(self.uid)
-        _prctl(self.libc, _PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
-        _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
+        self.libc.prctl(*self.pdeathsig_args)  # after setuid, which clears it
         if self.job_filter is not None:
             self._load_filter(self.job_filter)
+        elif not self.no_new_privs:
+            _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
         if scratch != self.scratch:  # the probe, or a job after a failed clean-up
             environ = os.environ  # item by item: ``update`` goes through the Mapping ABCs
             environ["HOME"] = environ["TMPDIR"] = environ["PWD"] = scratch
 
-    def _load_filter(self, bpf_filter: tuple[Any, _SockFprog]) -> None:
-        _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
-        rc = self.libc.prctl(
-            ctypes.c_int(_PR_SET_SECCOMP),
-            ctypes.c_ulong(_SECCOMP_MODE_FILTER),
-            ctypes.byref(bpf_filter[1]),
-            ctypes.c_ulong(0),
-            ctypes.c_ulong(0),
-        )
-        if rc != 0:
+    def _load_filter(self, bpf_filter: tuple[Any, _SockFprog, tuple[Any, ...]]) -> None:
+        if not self.no_new_privs:  # a filter needs it (and it is inherited: set once)
+            _prctl(self.libc, _PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1))
+        if self.libc.prctl(*bpf_filter[2]) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"loading a seccomp filter failed: {os.strerror(err)}")
 
