@@ -503,3 +503,24 @@ def test_programs_using_random_are_reproducible():
         values = [tuple(c.value for c in r.calls) for r in sandbox.run(jobs)]
     assert values[0] == values[1] == values[2]
     assert values[0][0] != values[0][1]
+
+
+@pytest.mark.parametrize(
+    "record", [b"", b"{", b"{} x", b" {}", b"nul", b"[1,]", b"\xff", b"[" * 100_000]
+)
+def test_a_record_that_is_not_exactly_one_json_value_is_rejected(record: bytes) -> None:
+    from codea1_env.sandbox.child import parse_record
+
+    with pytest.raises((ValueError, StopIteration, RecursionError)):
+        parse_record(record)
+
+
+def test_a_compact_record_is_parsed() -> None:
+    from codea1_env.sandbox.child import parse_record
+
+    assert parse_record(b'{"k":"call","i":0,"s":"ok","v":[1,"a"]}') == {
+        "k": "call",
+        "i": 0,
+        "s": "ok",
+        "v": [1, "a"],
+    }

@@ -83,6 +83,25 @@ class WorkerBroken(RuntimeError):
     """The zygote stopped answering or hung up; the worker must be restarted."""
 
 
+_SCAN_JSON = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def parse_record(record: bytes) -> Any:
+    """Decode one result record: exactly one compact JSON value (no surrounding whitespace).
+
+    The C scanner straight away, without ``json.loads``'s encoding detection and whitespace
+    matching: the parent decodes several records per job.
+
+    Raises:
+        ValueError, StopIteration, RecursionError: the record is not exactly one JSON value.
+    """
+    text = record.decode("utf-8", "surrogatepass")
+    obj, end = _SCAN_JSON(text, 0)
+    if end != len(text):
+        raise ValueError("extra data after the record")
+    return obj
+
+
 def audit_counts(obj: dict[str, Any]) -> dict[str, int]:
     """The counts of one ``audit`` record, validated and clamped.
 
@@ -423,9 +442,9 @@ class ChildSession:
 
     def _accept(self, record: bytes, duration: float) -> bool:
         """Validate one record and keep it; True when it was the next status record."""
-        try:  # the runner writes ASCII; decoding here spares json its encoding detection
-            obj = json.loads(record.decode("utf-8", "surrogatepass"))
-        except (ValueError, RecursionError):
+        try:
+            obj = parse_record(record)
+        except (ValueError, RecursionError, StopIteration):
             self._violation("unreadable result record")
             return False
         if type(obj) is not dict:

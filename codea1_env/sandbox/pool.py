@@ -89,6 +89,29 @@ def _broken_result(job: Job, reason: str) -> JobResult:
     )
 
 
+class _Batch:
+    """The jobs of one :meth:`WorkerPool.run` call, taken one at a time (under the pool lock)."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self.jobs = jobs
+        self.next = 0
+        self.done: list[JobResult | None] = [None] * len(jobs)
+
+    def take(self) -> int | None:
+        """The index of the next job to run, None when every job was taken."""
+        if self.next >= len(self.jobs):
+            return None
+        self.next += 1
+        return self.next - 1
+
+    def results(self) -> list[JobResult]:
+        """Every job's result, in order (all jobs must have run)."""
+        out = [result for result in self.done if result is not None]
+        if len(out) != len(self.jobs):
+            raise RuntimeError("a batch finished with jobs that did not run")
+        return out
+
+
 class WorkerPool:
     """Dispatches jobs to workers from a thread per worker."""
 
@@ -111,8 +134,16 @@ class WorkerPool:
             self._queued += len(jobs)
         if len(jobs) == 1:
             return [self._run_one(jobs[0])]
-        futures = [self._executor.submit(self._run_one, job) for job in jobs]
-        return [future.result() for future in futures]
+        # One task per worker that can help, each taking jobs until none is left: far less
+        # hand-off per job than a future per job.
+        batch = _Batch(jobs)
+        tasks = [
+            self._executor.submit(self._drain, batch)
+            for _ in range(min(len(jobs), len(self.workers)))
+        ]
+        for task in tasks:
+            task.result()
+        return batch.results()
 
     def _run_one(self, job: Job) -> JobResult:
         with self._lock:
@@ -121,15 +152,33 @@ class WorkerPool:
         try:
             return self._run_on(worker, job)
         finally:
-            try:
+            self._release(worker)
+
+    def _drain(self, batch: _Batch) -> None:
+        """Take a worker and run the batch's jobs on it until none is left."""
+        worker = self._idle.get()
+        try:
+            while True:
                 with self._lock:
-                    going_idle = self._queued == 0
-                if going_idle:  # let the zygote finish cleaning up before run() returns
-                    worker.client.settle()
-            except WorkerBroken:
-                worker.restart()
-            finally:
-                self._idle.put(worker)
+                    index = batch.take()
+                    if index is None:
+                        return
+                    self._queued -= 1
+                batch.done[index] = self._run_on(worker, batch.jobs[index])
+        finally:
+            self._release(worker)
+
+    def _release(self, worker: PooledWorker) -> None:
+        """Return a worker to the idle set, after its zygote cleaned up if nothing is queued."""
+        try:
+            with self._lock:
+                going_idle = self._queued == 0
+            if going_idle:  # let the zygote finish cleaning up before run() returns
+                worker.client.settle()
+        except WorkerBroken:
+            worker.restart()
+        finally:
+            self._idle.put(worker)
 
     def _run_on(self, worker: PooledWorker, job: Job) -> JobResult:
         try:
