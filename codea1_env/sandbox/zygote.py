@@ -127,6 +127,9 @@ class Zygote:
         self.pdeathsig_args = _prctl_args(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
         self.notes: list[str] = []
         self.unshared: list[str] = []
+        # How the loop learns that a child exited: a pidfd per child (Linux 5.3+), else
+        # SIGCHLD through a wake-up pipe (which costs every child a handler reset).
+        self.pidfd = False
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
@@ -163,8 +166,10 @@ class Zygote:
         os.environ.update(config.get("env", {}))
         os.environ.update(HOME=self.scratch, TMPDIR=self.scratch, PWD=self.scratch)
         _reseed()  # job children reseed too (random reseeds at fork): see runner.Runner.run
-        signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.set_wakeup_fd(self.wake_w)
+        self.pidfd = _pidfd_works()
+        if not self.pidfd:  # exits wake the loop through SIGCHLD and the wake-up pipe instead
+            signal.signal(signal.SIGCHLD, lambda *_: None)
+            signal.set_wakeup_fd(self.wake_w)
         # Children share the zygote's pages copy-on-write; keep the garbage collector from
         # walking (and so copying) every inherited object in each child.
         gc.freeze()
@@ -213,7 +218,9 @@ class Zygote:
         """Answer control messages until the parent hangs up."""
         while True:
             try:
-                ready, _, _ = select.select([self.control.fileno(), self.wake_r], [], [])
+                watched = [self.control.fileno(), self.wake_r]
+                watched += [c["pidfd"] for c in self.children.values() if c["pidfd"] >= 0]
+                ready, _, _ = select.select(watched, [], [])
             except InterruptedError:
                 continue
             if self.wake_r in ready:
@@ -268,6 +275,8 @@ class Zygote:
         child = self.children.pop(pid, None)
         if child is None:
             return  # an orphan re-parented to us (we are a subreaper): reaped, done
+        if child["pidfd"] >= 0:
+            os.close(child["pidfd"])
         self._cleanup(pid, child)
         report: dict[str, Any] = {
             "op": "exit",
@@ -321,11 +330,28 @@ class Zygote:
             real_exit(0)
         for fd in fds:
             os.close(fd)
-        self.children[pid] = {"id": job_id, "scratch": scratch, "killed": False}
+        pidfd = self._watch(pid)
+        self.children[pid] = {"id": job_id, "scratch": scratch, "killed": False, "pidfd": pidfd}
+        if pidfd < 0 and not self.pidfd:
+            self._reap()  # the child may have exited before SIGCHLD was armed
+
+    def _watch(self, pid: int) -> int:
+        """A pidfd the loop can wait on for ``pid``'s exit; -1 (and SIGCHLD for good) if none."""
+        if not self.pidfd:
+            return -1
+        try:
+            return int(os.pidfd_open(pid))
+        except OSError as exc:
+            self.notes.append(f"pidfd_open failed ({exc.strerror}): exits signalled by SIGCHLD")
+            self.pidfd = False
+            signal.signal(signal.SIGCHLD, lambda *_: None)
+            signal.set_wakeup_fd(self.wake_w)
+            return -1
 
     def confine_child(self, fds: list[int], scratch: str, limits: dict[str, Any]) -> None:
         """Confine the freshly forked child. Runs before any job data is read."""
-        signal.set_wakeup_fd(-1)
+        if not self.pidfd:
+            signal.set_wakeup_fd(-1)
         # ``_signal`` directly: ``signal.signal`` converts through enums, which costs a job
         # child ~80 us per call in copy-on-write faults on a freshly forked interpreter.
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
@@ -462,6 +488,8 @@ class Zygote:
             except ChildProcessError:
                 pass
             self._cleanup(pid, child)
+            if child["pidfd"] >= 0:
+                os.close(child["pidfd"])
         self.children.clear()
 
     # ----------------------------------------------------------------- probe
@@ -512,6 +540,15 @@ class Zygote:
         facts["unshared"] = self.unshared
         facts["zygote_rss_kb"] = _rss_kb()
         return dict(facts)
+
+
+def _pidfd_works() -> bool:
+    """Whether this kernel (and the seccomp filter) let us wait for children through pidfds."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
 
 
 def _dup_high(fd: int) -> int:
