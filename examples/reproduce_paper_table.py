@@ -14,10 +14,9 @@ discrimination, CURE's accuracy/p01/p00, best-of-N), and the script writes, unde
 ``table.md`` (mean ± sample std over seeds, the paper's layout), ``results.json`` (every seed),
 ``comparison.png`` (bars with std error bars) and each run's ``report/`` (``codea1 report``).
 
-Full run (not for CI). The preset's warm start is cut from 300 to 200 steps per role so that three
-seeds fit in 90 minutes: from the smoke run's timings on 2 idle cores (~1 s per warm-start step,
-~4.5 s per RL step) a seed needs ~27 minutes (five warm starts, 90 RL steps, evaluation); this
-estimate was not measured end to end::
+Full run (not for CI), with the preset's own warm start (600 coder steps, 400 tester steps) and 60
+RL steps per run; a shorter warm start leaves the base coder too weak to compare anything (200
+steps: pass@1 near 0 for every row). Measured time is in the README::
 
     PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 2 --out runs/paper_table
 
@@ -157,9 +156,12 @@ def _plot(path: Path, per_seed: dict[int, list[dict]], keys: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=None, help="RL steps (preset: 30)")
+    parser.add_argument("--steps", type=int, default=None, help="RL steps (preset: 60)")
     parser.add_argument(
-        "--sft-steps", type=int, default=200, help="warm-start steps per role (preset: 300)"
+        "--sft-steps",
+        type=int,
+        default=None,
+        help="warm-start steps per role (preset: 600 coder, 400 tester)",
     )
     parser.add_argument("--eval-problems", type=int, default=48, help="held-out problems")
     parser.add_argument("--samples", type=int, default=4, help="samples per problem")
