@@ -329,6 +329,17 @@ def test_every_layer_is_active_under_bubblewrap_as_root(sandbox: LocalSandbox) -
     assert report.missing(list(LAYERS)) == [], report.notes
 
 
+@pytest.mark.skipif(not (IS_ROOT and bwrap_path()), reason="needs root and bubblewrap")
+def test_the_sandbox_own_tmp_is_not_the_host_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started from /tmp (as after a wheel install), the host's working directory is a canary;
+    the sandbox's private /tmp has the same path but is not it."""
+    monkeypatch.chdir("/tmp")
+    with LocalSandbox(workers=1) as box:
+        assert box.isolation().layers["filesystem_view"], box.isolation()
+        [result] = box.run([Job("import os\ndef f(): return os.stat('/tmp').st_dev", ("f()",))])
+    assert result.calls[0].value != os.stat("/tmp").st_dev
+
+
 def test_refuses_to_start_without_a_required_layer() -> None:
     with pytest.raises(SandboxUnavailable) as info:
         LocalSandbox(workers=1, confinement="none", require=("net_namespace",))

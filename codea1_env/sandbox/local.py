@@ -232,8 +232,12 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def _canaries() -> tuple[list[str], list[str]]:
-    """Host paths a confined job must not see, and host directories it must not write."""
+def _canaries() -> tuple[list[list[Any]], list[str]]:
+    """Host files a confined job must not see, and host directories it must not write.
+
+    Files are ``[path, st_dev, st_ino]``: a path that leads elsewhere inside the sandbox (such as
+    the sandbox's own ``/tmp`` when the host's working directory is ``/tmp``) does not count.
+    """
     package = str(Path(__file__).resolve().parents[1])
     exposed = {sys.base_prefix, sys.base_exec_prefix, "/usr"}
     candidates = [package, os.getcwd(), "/etc/passwd", os.path.expanduser("~")]
@@ -244,8 +248,12 @@ def _canaries() -> tuple[list[str], list[str]]:
         if any(e == path or e.startswith(path.rstrip("/") + "/") for e in exposed):
             continue  # an ancestor of what must stay visible (for example "/" or the pyenv root)
         hidden.append(path)
+    identified = []
+    for path in hidden:
+        info = os.lstat(path)
+        identified.append([path, info.st_dev, info.st_ino])
     writable = [tempfile.gettempdir(), "/var/tmp", package, os.getcwd()]
-    return hidden, [w for w in dict.fromkeys(writable) if os.path.isdir(w)]
+    return identified, [w for w in dict.fromkeys(writable) if os.path.isdir(w)]
 
 
 def _scratch_base() -> str | None:

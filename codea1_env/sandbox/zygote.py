@@ -639,6 +639,25 @@ def _rss_kb() -> int:
     return 0
 
 
+def _visible(canaries: list[Any]) -> list[str]:
+    """The canaries this process can see.
+
+    A canary is a path, or ``[path, st_dev, st_ino]``: the host file itself, which counts as
+    seen only if the path leads to that very file (the sandbox's own ``/tmp`` is not the
+    host's ``/tmp``).
+    """
+    seen = []
+    for canary in canaries:
+        path, identity = (canary, None) if isinstance(canary, str) else (canary[0], canary[1:])
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if identity is None or [info.st_dev, info.st_ino] == list(identity):
+            seen.append(path)
+    return seen
+
+
 def _observe(config: dict[str, Any]) -> dict[str, Any]:
     """Facts a confined child can see about itself (the probe's payload)."""
     facts: dict[str, Any] = {
@@ -651,7 +670,7 @@ def _observe(config: dict[str, Any]) -> dict[str, Any]:
         },
         "namespaces": {name: _ns_inode(name) for name in _NAMESPACES},
         "env_keys": sorted(os.environ),
-        "visible": [p for p in config.get("canaries", []) if os.path.lexists(p)],
+        "visible": _visible(config.get("canaries", [])),
         "cwd": os.getcwd(),
         "stdlib_readable": os.access(os.path.dirname(os.__file__), os.R_OK | os.X_OK),
     }
