@@ -21,7 +21,7 @@ from agents.evaluate import (
 from codea1_env.evaluation import SuiteEvaluator, discrimination, mutation_score, p01_p00
 from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import Job, Sandbox
+from codea1_env.sandbox.base import Job, Limits, Sandbox
 from codea1_env.sandbox.factory import make_sandbox
 
 DIV = "def f(x):\n    return 12 // (x + 1)\n"
@@ -51,6 +51,24 @@ def test_mutants_crashing_equivalent_and_kills(sandbox: Sandbox) -> None:
     # With only input 0, 12 * (x + 1) matches the GT everywhere: (likely) equivalent.
     assert (second.n_mutants, second.n_crashing, second.n_equivalent) == (9, 1, 1)
     assert mutation_score(second.suites[0].mutant_kills, 1) == 1.0
+
+
+def test_mutant_jobs_run_under_the_mutant_limits(sandbox: Sandbox) -> None:
+    seen: list[Job] = []
+
+    class Spy:
+        def run(self, jobs: list[Job]) -> list:
+            seen.extend(jobs)
+            return sandbox.run(jobs)
+
+    short = Limits(call_timeout_s=0.25, setup_timeout_s=1.0)
+    problem = Problem("t/div", "def f(x):", "f", DIV, tests=("assert f(0) == 12",))
+    evaluator = SuiteEvaluator(Spy(), mutant_limits=short)  # type: ignore[arg-type]
+    evaluator.evaluate([(problem, ["assert f(0) == 12"], [DIV])])
+    mutants = [job for job in seen if ":mutant" in job.tag]
+    others = [job for job in seen if ":mutant" not in job.tag]
+    assert mutants and all(job.limits == short for job in mutants)
+    assert others and all(job.limits == evaluator.limits for job in others)
 
 
 def test_statuses_candidates_discrimination_and_cure(sandbox: Sandbox) -> None:

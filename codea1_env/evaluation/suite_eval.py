@@ -232,7 +232,7 @@ class SuiteEvaluator:
                     Job(
                         program=program,
                         calls=tuple(chunk),
-                        limits=self.limits,
+                        limits=limits,
                         tag=f"eval:{plan.problem.task_id}:{key}",
                     )
                 )
