@@ -403,21 +403,33 @@ class Trainer:
     def warm_start(self) -> dict[str, float]:
         """Supervised warm start of the coder (GT solutions) and the tester (GT assert lines).
 
-        Returns the first and last losses per role (``sft/coder_loss_first`` ...).
+        In self-play the one model learns both roles in a single run over mixed batches (each
+        example is a coder one with probability ``sft_steps / (sft_steps + sft_tester_steps)``):
+        run one after the other, the tester phase erased the coding (pass@1 0 on the toy preset).
+
+        Returns the first and last losses per run (``sft/coder_loss_first``,
+        ``sft/tester_loss_last``, or ``sft/coder+tester_...`` in self-play).
         """
         cfg = self.config
         out: dict[str, float] = {}
         problems = self.train_source
         plans: list[tuple[Player, str, int]] = []
-        if cfg.sft_steps > 0:
-            plans.append((self.coder, "coder", cfg.sft_steps))
-        if cfg.has_tester and cfg.tester_sft_steps > 0:
-            player = self.tester if self.tester is not None else self.coder
-            plans.append((player, "tester", cfg.tester_sft_steps))
+        tester_steps = cfg.tester_sft_steps if cfg.has_tester else 0
+        if self.tester is None and cfg.sft_steps > 0 and tester_steps > 0:
+            plans.append((self.coder, "coder+tester", cfg.sft_steps + tester_steps))
+        else:
+            if cfg.sft_steps > 0:
+                plans.append((self.coder, "coder", cfg.sft_steps))
+            if tester_steps > 0:
+                player = self.tester if self.tester is not None else self.coder
+                plans.append((player, "tester", tester_steps))
+        coder_share = cfg.sft_steps / max(1, cfg.sft_steps + tester_steps)
         for index, (player, role, steps) in enumerate(plans):
             started = time.perf_counter()
 
             def example(rng: np.random.Generator, role: str = role) -> SupervisedExample:
+                if role == "coder+tester":
+                    role = "coder" if rng.random() < coder_share else "tester"
                 return self.roles.supervised_example(role, problems.sample(rng), rng)
 
             def progress(step: int, loss: float, role: str = role, steps: int = steps) -> None:

@@ -142,6 +142,23 @@ def test_eval_summary_and_warm_start(tmp_path: Path) -> None:
     assert "sft/tester_loss_first" in warm
 
 
+def test_self_play_warm_start_mixes_both_roles_in_one_run(tmp_path: Path) -> None:
+    cfg = from_preset(
+        "nano",
+        mode="self-play",
+        steps=1,
+        sft_steps=3,
+        sft_tester_steps=2,
+        sft_batch_size=4,
+        output_dir=str(tmp_path),
+    )
+    lines: list[str] = []
+    Trainer(cfg, log=lines.append).train()
+    warm = json.loads((tmp_path / "warm_start.json").read_text())
+    assert "sft/coder+tester_loss_first" in warm and "sft/coder_loss_first" not in warm
+    assert any("warm start [coder+tester] step 5/5" in line for line in lines), lines
+
+
 def test_lora_bf16_and_gradient_checkpointing_update(tmp_path: Path) -> None:
     pytest.importorskip("peft")
     cfg = from_preset(
