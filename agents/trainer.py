@@ -403,9 +403,10 @@ class Trainer:
     def warm_start(self) -> dict[str, float]:
         """Supervised warm start of the coder (GT solutions) and the tester (GT assert lines).
 
-        In self-play the one model learns both roles in a single run over mixed batches (each
-        example is a coder one with probability ``sft_steps / (sft_steps + sft_tester_steps)``):
-        run one after the other, the tester phase erased the coding (pass@1 0 on the toy preset).
+        In self-play the one model learns both roles in a single run that interleaves them (each
+        batch is a coder batch with probability ``sft_steps / (sft_steps + sft_tester_steps)``,
+        else a tester batch; one role per batch keeps padding short): run one after the other,
+        the tester phase erased the coding (pass@1 0 on the toy preset).
 
         Returns the first and last losses per run (``sft/coder_loss_first``,
         ``sft/tester_loss_last``, or ``sft/coder+tester_...`` in self-play).
@@ -426,10 +427,16 @@ class Trainer:
         coder_share = cfg.sft_steps / max(1, cfg.sft_steps + tester_steps)
         for index, (player, role, steps) in enumerate(plans):
             started = time.perf_counter()
+            drawn = {"examples": 0, "role": role}
 
-            def example(rng: np.random.Generator, role: str = role) -> SupervisedExample:
-                if role == "coder+tester":
-                    role = "coder" if rng.random() < coder_share else "tester"
+            def example(
+                rng: np.random.Generator, role: str = role, drawn: dict[str, Any] = drawn
+            ) -> SupervisedExample:
+                if role == "coder+tester":  # a new role at the first example of each batch
+                    if drawn["examples"] % cfg.sft_batch_size == 0:
+                        drawn["role"] = "coder" if rng.random() < coder_share else "tester"
+                    drawn["examples"] += 1
+                    role = str(drawn["role"])
                 return self.roles.supervised_example(role, problems.sample(rng), rng)
 
             def progress(step: int, loss: float, role: str = role, steps: int = steps) -> None:
