@@ -25,12 +25,12 @@ no tests.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from codea1_env import plain
+from codea1_env.arguments import MISSING, literal_value
 from codea1_env.evaluation.metrics import classify_mutant
 from codea1_env.mutation import MutantCache
 from codea1_env.problems.problem import Problem
@@ -43,7 +43,6 @@ TestStatus = str
 """``"valid"``, ``"wrong_expected"``, ``"gt_error"`` or ``"duplicate"``."""
 
 _CALLS_PER_JOB = 64
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -198,7 +197,7 @@ class SuiteEvaluator:
             for entry in row:
                 if entry.case is not None:
                     calls[entry.case.call] = None
-                    if _literal(entry.case.expected) is _MISSING:
+                    if literal_value(entry.case.expected) is MISSING:
                         expected[entry.case.expected] = None
             entries.append(row)
             reasons.append(parsed.reason)
@@ -261,11 +260,11 @@ class SuiteEvaluator:
 
         def gt_value(key: str) -> Any:
             call = gt.get(key)
-            return call.value if call is not None and call.ok else _MISSING
+            return call.value if call is not None and call.ok else MISSING
 
         def expected_value(case: TestCase) -> Any:
-            literal = _literal(case.expected)
-            return literal if literal is not _MISSING else gt_value(case.expected)
+            literal = literal_value(case.expected)
+            return literal if literal is not MISSING else gt_value(case.expected)
 
         # statuses
         for row in plan.entries:
@@ -274,19 +273,19 @@ class SuiteEvaluator:
                     continue
                 reference = gt_value(entry.case.call)
                 wanted = expected_value(entry.case)
-                if reference is _MISSING:
+                if reference is MISSING:
                     entry.status = "gt_error"
-                elif wanted is not _MISSING and plain.values_equal(wanted, reference):
+                elif wanted is not MISSING and plain.values_equal(wanted, reference):
                     entry.status = "valid"
                 else:
                     entry.status = "wrong_expected"
 
-        gt_inputs = [c for c in plan.gt_calls if gt_value(c) is not _MISSING]
+        gt_inputs = [c for c in plan.gt_calls if gt_value(c) is not MISSING]
 
         def same(values: dict[str, CallResult], key: str, reference: Any) -> bool:
             call = values.get(key)
             return bool(
-                reference is not _MISSING
+                reference is not MISSING
                 and call is not None
                 and call.ok
                 and plain.values_equal(call.value, reference)
@@ -316,7 +315,7 @@ class SuiteEvaluator:
             test_same = [
                 same(values, case.call, gt_value(case.call))
                 for case in all_cases
-                if gt_value(case.call) is not _MISSING
+                if gt_value(case.call) is not MISSING
             ]
             classes.append(classify_mutant(gt_ok, gt_same, test_same).kind)
         scored = [v for v, kind in zip(mutant_values, classes) if kind == "scored"]
@@ -326,7 +325,7 @@ class SuiteEvaluator:
             kills = tuple(
                 tuple(
                     e.case is not None
-                    and gt_value(e.case.call) is not _MISSING
+                    and gt_value(e.case.call) is not MISSING
                     and not same(values, e.case.call, gt_value(e.case.call))
                     for e in row
                 )
@@ -366,14 +365,3 @@ def _program_of(text: Any) -> str | None:
         return None
     code = extract_code(text)
     return code if code.strip() else None
-
-
-def _literal(source: str) -> Any:
-    """The value of ``source`` when it is a plain literal, else ``_MISSING`` (no code runs)."""
-    if len(source) > 10_000:
-        return _MISSING
-    try:
-        value = ast.literal_eval(source)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return _MISSING
-    return value if plain.is_plain(value) else _MISSING
