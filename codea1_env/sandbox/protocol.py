@@ -39,7 +39,6 @@ __all__ = [
     "EXIT_RUNNER_ERROR",
     "EXIT_RUNNER_MEMORY",
     "FRAME",
-    "TRUSTED_MODULES",
     "MAX_CONTROL_BYTES",
     "MAX_ERROR_CHARS",
     "RESULT_FD",
@@ -104,14 +103,10 @@ def read_exact(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-TRUSTED_MODULES = ("protocol", "runner", "zygote")
-"""The worker files that ``worker.py`` loads with a private copy of ``builtins``, in order."""
-
-
 def trusted_builtins() -> dict[str, Any]:
     """The builtins dictionary the trusted worker modules resolve names through.
 
-    Inside a worker, ``worker.py`` loads :data:`TRUSTED_MODULES` with ``__builtins__`` set to a
+    Inside a worker, ``worker.py`` loads its trusted modules with ``__builtins__`` set to a
     private copy of ``builtins.__dict__`` made before any job ran, so that a program that patches
     or empties the real ``builtins`` module changes only its own view. Returns that copy there;
     anywhere else, a fresh copy.
