@@ -31,20 +31,11 @@ from typing import Any
 from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
 from codea1_env.sandbox.confinement import worker_files
-from codea1_env.sandbox.driver import ZygoteClient
-from codea1_env.sandbox.layers import (
-    REQUIRE_ENV,
-    host_namespaces,
-    layers_from_facts,
-    resolve_required,
-)
-from codea1_env.sandbox.local import DEFAULT_PREIMPORT, job_environment
+from codea1_env.sandbox.driver import ZygoteClient, job_environment, zygote_config
+from codea1_env.sandbox.layers import REQUIRE_ENV, layers_from_probes, resolve_required
+from codea1_env.sandbox.local import DEFAULT_PREIMPORT
 from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
-from codea1_env.sandbox.seccomp_policy import (
-    SeccompPrograms,
-    SeccompUnavailable,
-    compile_policy,
-)
+from codea1_env.sandbox.seccomp_policy import compile_policy_or_none
 from codea1_env.sandbox.uids import UidLease, lease_uids
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox", "docker_hosts"]
@@ -284,11 +275,7 @@ class DockerSandbox(PooledSandbox):
 
     def _start(self, count: int, preimport: Sequence[str]) -> None:
         notes: list[str] = []
-        try:
-            programs = compile_policy()
-        except SeccompUnavailable as exc:
-            programs = SeccompPrograms(b"", b"", ())
-            notes.append(f"seccomp: {exc}")
+        programs = compile_policy_or_none(notes)
         try:  # container uids are host uids (no user-namespace remapping): keep them unique
             self._leases.extend(lease_uids(count))
         except OSError as exc:
@@ -296,35 +283,23 @@ class DockerSandbox(PooledSandbox):
         probe_limits = limits_message(Limits())
         for i in range(count):
             uid = self._leases[i].uid if i < len(self._leases) else 60000 + i
-            config = {
-                "uid": uid,
-                "gid": uid,
-                "seccomp_worker_bpf": programs.worker.hex(),
-                "seccomp_job_bpf": programs.job.hex(),
-                "scratch_root": "/tmp",
-                "pid_namespace": True,
-                "unshare": [],
-                "plain_path": "/sandbox/plain.py",
-                "preimport": list(preimport),
-                "python_paths": [],
-                "env": job_environment(),
-                "canaries": ["/etc/shadow", "/root", "/home", "/var/run/docker.sock"],
-                "writable_canaries": ["/sandbox", "/run/codea1"],
-                "probe_limits": probe_limits,
-            }
-            self._workers.append(_DockerWorker(self, i, config))
-        expected = {"host_ns": host_namespaces(), "limits": probe_limits, "host_uid": None}
-        combined: dict[str, bool] | None = None
-        for worker in self._workers:
-            facts = worker.start()
-            layers, layer_notes = layers_from_facts(facts, dict(expected, uid=worker.config["uid"]))
-            combined = (
-                layers
-                if combined is None
-                else {k: v and layers.get(k, False) for k, v in combined.items()}
+            config = zygote_config(
+                uid=uid,
+                programs=programs,
+                scratch_root="/tmp",
+                plain_path="/sandbox/plain.py",
+                preimport=preimport,
+                probe_limits=probe_limits,
+                canaries=["/etc/shadow", "/root", "/home", "/var/run/docker.sock"],
+                writable_canaries=["/sandbox", "/run/codea1"],
             )
-            notes.extend(n for n in layer_notes if n not in notes)
-        assert combined is not None
+            self._workers.append(_DockerWorker(self, i, config))
+        combined = layers_from_probes(
+            ((worker.start(), worker.config["uid"]) for worker in self._workers),
+            probe_limits,
+            None,
+            notes,
+        )
         self._report = IsolationReport(backend="docker", layers=combined, notes=tuple(notes))
         missing = self._report.missing(self.required)
         if missing:

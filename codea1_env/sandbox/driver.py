@@ -31,6 +31,7 @@ import select
 import socket
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
@@ -43,11 +44,75 @@ from codea1_env.sandbox.protocol import (
     receive_message,
     send_message,
 )
+from codea1_env.sandbox.seccomp_policy import SeccompPrograms
 
-__all__ = ["MAX_TIMEOUTS_PER_JOB", "WorkerBroken", "ZygoteClient"]
+__all__ = [
+    "MAX_TIMEOUTS_PER_JOB",
+    "WorkerBroken",
+    "ZygoteClient",
+    "job_environment",
+    "zygote_config",
+]
 
 MAX_TIMEOUTS_PER_JOB = 3
 """After this many timed-out calls in one job, the rest are marked TIMEOUT without running."""
+
+
+def job_environment() -> dict[str, str]:
+    """The fixed environment of a job child (the zygote adds ``HOME``, ``TMPDIR``, ``PWD``)."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONIOENCODING": "utf-8",
+    }
+
+
+def zygote_config(
+    *,
+    uid: int | None,
+    programs: SeccompPrograms,
+    scratch_root: str,
+    plain_path: str,
+    preimport: Sequence[str],
+    probe_limits: dict[str, Any],
+    canaries: Sequence[Any],
+    writable_canaries: Sequence[str],
+    pid_namespace: bool = True,
+    unshare: Sequence[Sequence[str]] = (),
+    python_paths: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The configuration message a zygote gets before its first job (every backend's).
+
+    Args:
+        uid: The uid its job children drop to (also their gid), None to stay the worker's.
+        programs: The compiled seccomp filters (empty: none).
+        scratch_root: Where job scratch directories go, as the worker sees it.
+        plain_path: The plain-data codec's path, as the worker sees it.
+        preimport: Modules the zygote imports once.
+        probe_limits: The rlimit message of the probe child.
+        canaries: Paths (or ``[path, st_dev, st_ino]``) a job must not see.
+        writable_canaries: Directories a job must not write.
+        pid_namespace: The worker has a pid namespace of its own.
+        unshare: Namespace groups the zygote ``unshare(2)``s itself into.
+        python_paths: Extra import directories of jobs.
+    """
+    return {
+        "uid": uid,
+        "gid": uid,
+        "seccomp_worker_bpf": programs.worker.hex(),
+        "seccomp_job_bpf": programs.job.hex(),
+        "scratch_root": scratch_root,
+        "pid_namespace": pid_namespace,
+        "unshare": [list(group) for group in unshare],
+        "plain_path": plain_path,
+        "preimport": list(preimport),
+        "python_paths": list(python_paths),
+        "env": job_environment(),
+        "canaries": list(canaries),
+        "writable_canaries": list(writable_canaries),
+        "probe_limits": probe_limits,
+    }
 
 
 class ZygoteClient:

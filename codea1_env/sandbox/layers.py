@@ -10,7 +10,7 @@ see or write...). :func:`layers_from_facts` turns those observations into the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -19,6 +19,7 @@ __all__ = [
     "REQUIRE_ENV",
     "host_namespaces",
     "layers_from_facts",
+    "layers_from_probes",
     "resolve_required",
 ]
 
@@ -170,3 +171,36 @@ def layers_from_facts(
     for extra in facts.get("zygote_notes", []):
         notes.append(str(extra))
     return layers, notes
+
+
+def layers_from_probes(
+    probes: Iterable[tuple[Mapping[str, Any], int | None]],
+    probe_limits: Mapping[str, Any],
+    host_uid: int | None,
+    notes: list[str],
+) -> dict[str, bool]:
+    """The layers active on every worker, from each worker's probe.
+
+    Args:
+        probes: ``(facts, uid)`` per worker: what its probe child reported and the uid its jobs
+            should run as (None: the host user's). Consumed in order, one worker at a time.
+        probe_limits: The rlimit message the probes ran under.
+        host_uid: The uid jobs may share with the host (None when the parent runs as root).
+        notes: Extended, without repeats, with a note for each layer inactive somewhere.
+
+    Returns:
+        Every name of :data:`LAYERS` mapped to whether it is active on all workers.
+    """
+    expected = {"host_ns": host_namespaces(), "limits": probe_limits, "host_uid": host_uid}
+    combined: dict[str, bool] | None = None
+    for facts, uid in probes:
+        layers, layer_notes = layers_from_facts(facts, dict(expected, uid=uid))
+        combined = (
+            layers
+            if combined is None
+            else {k: v and layers.get(k, False) for k, v in combined.items()}
+        )
+        notes.extend(n for n in layer_notes if n not in notes)
+    if combined is None:
+        raise ValueError("no worker was probed")
+    return combined

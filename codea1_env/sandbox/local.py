@@ -68,20 +68,15 @@ from typing import IO, Any
 from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
 from codea1_env.sandbox.confinement import LaunchPlan, plan_launch
-from codea1_env.sandbox.driver import ZygoteClient
+from codea1_env.sandbox.driver import ZygoteClient, job_environment, zygote_config
 from codea1_env.sandbox.layers import (
     DEFAULT_REQUIRED_LAYERS,
     REQUIRE_ENV,
-    host_namespaces,
-    layers_from_facts,
+    layers_from_probes,
     resolve_required,
 )
 from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
-from codea1_env.sandbox.seccomp_policy import (
-    SeccompPrograms,
-    SeccompUnavailable,
-    compile_policy,
-)
+from codea1_env.sandbox.seccomp_policy import SeccompPrograms, compile_policy_or_none
 from codea1_env.sandbox.uids import UidLease, lease_uids
 
 __all__ = ["DEFAULT_PREIMPORT", "DEFAULT_REQUIRED_LAYERS", "LocalSandbox", "job_environment"]
@@ -103,16 +98,6 @@ DEFAULT_PREIMPORT: tuple[str, ...] = (
     "decimal",
 )
 """Modules imported once by each zygote so that jobs importing them start instantly."""
-
-
-def job_environment() -> dict[str, str]:
-    """The fixed environment of a job child (``HOME``, ``TMPDIR``, ``PWD`` are added per job)."""
-    return {
-        "PATH": "/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONIOENCODING": "utf-8",
-    }
 
 
 class _LocalWorker:
@@ -337,14 +322,7 @@ class LocalSandbox(PooledSandbox):
             self, _stop_all, self._workers, self._leases, self._scratch
         )
         notes: list[str] = []
-        try:
-            programs = compile_policy()
-            if programs.skipped:
-                unknown = ", ".join(programs.skipped)
-                notes.append(f"seccomp: not known here, so not filtered: {unknown}")
-        except SeccompUnavailable as exc:
-            programs = SeccompPrograms(b"", b"", ())
-            notes.append(f"seccomp: {exc}")
+        programs = compile_policy_or_none(notes)
         if os.geteuid() == 0:
             try:
                 self._leases.extend(lease_uids(count))
@@ -392,42 +370,29 @@ class LocalSandbox(PooledSandbox):
             if scratch_root is None:
                 scratch_root = os.path.join(self._host_scratch(), f"w{i}")
                 os.mkdir(scratch_root, 0o711)
-            config = {
-                "uid": uid,
-                "gid": uid,
-                "seccomp_worker_bpf": programs.worker.hex(),
-                "seccomp_job_bpf": programs.job.hex(),
-                "scratch_root": scratch_root,
-                "pid_namespace": plan.pid_namespace,
-                "unshare": [list(group) for group in plan.unshare],
-                "plain_path": plan.plain_path,
-                "preimport": list(preimport),
-                "python_paths": list(python_paths),
-                "env": job_environment(),
-                "canaries": hidden,
-                "writable_canaries": writable,
-                "probe_limits": probe_limits,
-            }
+            config = zygote_config(
+                uid=uid,
+                programs=programs,
+                scratch_root=scratch_root,
+                plain_path=plan.plain_path,
+                preimport=preimport,
+                probe_limits=probe_limits,
+                canaries=hidden,
+                writable_canaries=writable,
+                pid_namespace=plan.pid_namespace,
+                unshare=plan.unshare,
+                python_paths=python_paths,
+            )
             self._workers.append(_LocalWorker(f"local worker {i}", plan, config, timeout_s))
         for worker in self._workers:
             worker.launch()
-        expected = {
-            "host_ns": host_namespaces(),
-            "limits": probe_limits,
-            "host_uid": None if os.geteuid() == 0 else os.geteuid(),
-        }
-        combined: dict[str, bool] | None = None
         all_notes = list(plan.notes) + notes
-        for worker in self._workers:
-            facts = worker.handshake()
-            layers, layer_notes = layers_from_facts(facts, dict(expected, uid=worker.config["uid"]))
-            combined = (
-                layers
-                if combined is None
-                else {k: v and layers.get(k, False) for k, v in combined.items()}
-            )
-            all_notes.extend(n for n in layer_notes if n not in all_notes)
-        assert combined is not None
+        combined = layers_from_probes(
+            ((worker.handshake(), worker.config["uid"]) for worker in self._workers),
+            probe_limits,
+            None if os.geteuid() == 0 else os.geteuid(),
+            all_notes,
+        )
         self._report = IsolationReport(
             backend=f"local/{plan.confinement}", layers=combined, notes=tuple(all_notes)
         )

@@ -43,6 +43,7 @@ __all__ = [
     "SeccompPrograms",
     "SeccompUnavailable",
     "compile_policy",
+    "compile_policy_or_none",
 ]
 
 DENIED_SYSCALLS: tuple[str, ...] = (
@@ -184,3 +185,18 @@ def _export(policy: Any) -> bytes:
         policy.export_bpf(fh)
         fh.seek(0)
         return fh.read()
+
+
+def compile_policy_or_none(notes: list[str]) -> SeccompPrograms:
+    """:func:`compile_policy`, or empty programs (no filter) with the reason added to ``notes``.
+
+    System calls this libseccomp does not know are noted too (they go unfiltered).
+    """
+    try:
+        programs = compile_policy()
+    except SeccompUnavailable as exc:
+        notes.append(f"seccomp: {exc}")
+        return SeccompPrograms(b"", b"", ())
+    if programs.skipped:
+        notes.append(f"seccomp: not known here, so not filtered: {', '.join(programs.skipped)}")
+    return programs
