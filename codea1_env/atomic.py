@@ -19,9 +19,9 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
     except OSError:
         return
     try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some filesystems refuse fsync on directories; the rename is still atomic
+        # some filesystems refuse fsync on directories; the rename is still atomic
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
