@@ -412,6 +412,32 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed(sandbox: LocalSandbox
     assert sandbox.worker_pids() == pids  # no worker died (and was restarted) on the way
 
 
+def test_a_forged_duration_is_kept_within_the_parents_clock(sandbox: LocalSandbox) -> None:
+    # The call's record is written by the program itself, claiming it took 1000 s (or NaN),
+    # then the child exits before the runner writes the real one.
+    forger = (
+        "import os, time\ndef f(d):\n    time.sleep(0.2)\n"
+        '    rec = (\'{"k":"call","i":0,"s":"ok","d":\' + d + \',"v":1}\').encode()\n'
+        "    os.write(3, len(rec).to_bytes(4, 'big') + rec)\n    os._exit(0)\n"
+    )
+    for claim in ("1000.0", "NaN", "-5.0", "7"):
+        [result] = sandbox.run([Job(forger, calls=(f"f({claim!r})",), limits=FAST)])
+        call = result.calls[0]
+        assert call.ok and call.value == 1, (claim, call)
+        assert 0.1 <= call.duration_s <= result.wall_s, (claim, call, result.wall_s)
+
+
+def test_durations_of_quick_calls_are_the_childs_own_measure(sandbox: LocalSandbox) -> None:
+    # Every record of this job comes in the quiet start and is read at once: the parent only
+    # knows they took at most that long together; each call's own measure is kept.
+    program = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
+    [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
+    durations = [call.duration_s for call in result.calls]
+    assert all(call.ok for call in result.calls), result
+    assert durations[1] >= 0.004 and durations[1] <= result.wall_s
+    assert durations[0] < 0.004 and durations[2] < 0.004, durations
+
+
 def test_no_leftover_descriptors_in_the_parent(sandbox: LocalSandbox) -> None:
     jobs = [Job("def f(): print('x'); return 1", ("f()", "f(")), Job("x", stdin_inputs=("",))]
     sandbox.run(jobs)

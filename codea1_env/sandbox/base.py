@@ -124,8 +124,9 @@ class CallResult:
         value: The returned plain value (function mode) or captured stdout (stdio mode) when
             ``status`` is OK; otherwise None.
         error: ``"ExceptionType: message"`` or a short reason, truncated; empty when OK.
-        duration_s: Wall-clock seconds the call took (as measured by the trusted side where it
-            can be, else by the worker).
+        duration_s: Wall-clock seconds the call took: the job child's own measure, kept within
+            the interval the trusted side's clock allows; for a call that ended its child
+            (timeout, crash, exit), the trusted side's time from its start to the exit.
     """
 
     status: CallStatus

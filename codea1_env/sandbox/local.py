@@ -60,6 +60,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -164,6 +165,7 @@ class _LocalWorker:
         self.handshake()
 
     def stop(self) -> None:
+        tree = self.tree_pids()[1:]
         if self._client is not None:
             self._client.quit()
             self._client = None
@@ -174,6 +176,8 @@ class _LocalWorker:
                 self.process.kill()
                 self.process.wait(timeout=5.0)
             self.process = None
+        # The launcher can be reaped a moment before the processes of its namespace are gone.
+        _wait_gone(tree, 2.0)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -204,6 +208,20 @@ def _descendants(root: int) -> list[int]:
                 found.append(pid)
                 frontier.append(pid)
     return found
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> None:
+    """Wait (at most ``timeout_s``) until none of ``pids`` runs any more (gone or a zombie)."""
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        break
+            except (OSError, IndexError):
+                break
+            time.sleep(0.002)
 
 
 def _rss_kb(pid: int) -> int:

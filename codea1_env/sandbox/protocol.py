@@ -13,7 +13,9 @@ only the standard library and the worker files). It must therefore import nothin
 Result records, as a child writes them:
 
 * ``{"k": "setup", "i": -1, "s": STATUS, "e": ERROR}`` - the program's top level ran (or not);
-* ``{"k": "call", "i": INDEX, "s": STATUS, "e": ERROR, "v": VALUE}`` - one call, in order;
+* ``{"k": "call", "i": INDEX, "s": STATUS, "e": ERROR, "d": SECONDS, "v": VALUE}`` - one call,
+  in order; ``d`` is how long the call took by the child's clock (the parent only keeps it within
+  the interval its own clock allows);
 * ``{"k": "audit", "c": {KEY: COUNT, ...}}`` - runtime telemetry: the child's running totals of
   the audit events its program raised (:data:`AUDIT_KEYS`), sent before a status record when
   they changed, and at once the first time a kind is seen. Audit records may come at any point

@@ -38,6 +38,7 @@ import os
 import socket
 import stat
 import sys
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -76,6 +77,7 @@ def describe_exception(exc: BaseException) -> str:
 
 _type = type
 _getpid = os.getpid
+_clock = time.perf_counter
 _dict = dict
 _str = str
 _BaseException = BaseException
@@ -520,8 +522,12 @@ class JobRunner:
         if not _write_frame(record):
             real_exit(EXIT_RUNNER_ERROR)
 
-    def _send_status(self, kind: str, index: int, status: str, error: str = "") -> None:
+    def _send_status(
+        self, kind: str, index: int, status: str, error: str = "", took: float = -1.0
+    ) -> None:
         tail = f',"e":{_quote(error)}' if error else ""
+        if took >= 0.0:
+            tail += f',"d":{took:.6f}'
         self._send(f'{{"k":"{kind}","i":{index:d},"s":"{status}"{tail}}}')
 
     def _outcome(self, exc: BaseException, exit_zero_ok: bool = False) -> tuple[str, str] | None:
@@ -571,35 +577,37 @@ class JobRunner:
             except BaseException as exc:  # noqa: BLE001 - SyntaxError and friends
                 self._send_status("call", index, "exception", describe_exception(exc))
                 continue
+            began = _clock()
             raised, value = self._untrusted(_real_eval, call, namespace)
+            took = _clock() - began
             if raised:
                 status, error = self._outcome(value) or ("early_exit", "SystemExit")
-                self._send_status("call", index, status, error)
+                self._send_status("call", index, status, error, took)
             else:
-                self._send_value(index, value)
+                self._send_value(index, value, took)
             del value
             _flush_stdio()
 
-    def _send_value(self, index: int, value: Any) -> None:
+    def _send_value(self, index: int, value: Any, took: float) -> None:
         parts: list[str] = []
         try:
             _write_json(self.encode(value), parts.append)
         except MemoryError:
-            self._send_status("call", index, "memory", "MemoryError while encoding the value")
+            error = "MemoryError while encoding the value"
+            self._send_status("call", index, "memory", error, took)
             return
         except self.plain_error as exc:
-            self._send_status("call", index, "not_plain", str(exc)[:MAX_ERROR_CHARS])
+            self._send_status("call", index, "not_plain", str(exc)[:MAX_ERROR_CHARS], took)
             return
         except BaseException as exc:  # noqa: BLE001 - RecursionError, a huge int, a bad __hash__
-            self._send_status("call", index, "not_plain", self._describe(exc))
+            self._send_status("call", index, "not_plain", self._describe(exc), took)
             return
         payload = "".join(parts)
         if len(payload) > self.max_value_bytes:
-            self._send_status(
-                "call", index, "not_plain", f"value of {len(payload)} bytes exceeds the limit"
-            )
+            error = f"value of {len(payload)} bytes exceeds the limit"
+            self._send_status("call", index, "not_plain", error, took)
             return
-        self._send(f'{{"k":"call","i":{index:d},"s":"ok","v":{payload}}}')
+        self._send(f'{{"k":"call","i":{index:d},"s":"ok","d":{took:.6f},"v":{payload}}}')
 
     def _run_stdio(self, program: str, index: int) -> None:
         prepared = self._setup(program, "__main__")
@@ -609,13 +617,13 @@ class JobRunner:
         module.__dict__["__file__"] = "<solution>"
         sys.argv[:] = ["solution"]
         self._send_status("setup", -1, "ok")
+        began = _clock()
         raised, exc = self._untrusted(_real_exec, code, module.__dict__)
         _flush_stdio()
+        took = _clock() - began
         outcome = self._outcome(exc, exit_zero_ok=True) if raised else None
-        if outcome is None:
-            self._send_status("call", index, "ok")
-        else:
-            self._send_status("call", index, *outcome)
+        status, error = outcome or ("ok", "")
+        self._send_status("call", index, status, error, took)
 
 
 def prepare_interpreter() -> None:
