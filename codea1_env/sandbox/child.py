@@ -31,8 +31,8 @@ a program that forges them gains nothing but a wrong monitoring count.
 
 from __future__ import annotations
 
+import array
 import json
-import math
 import os
 import select
 import signal
@@ -83,6 +83,8 @@ _CHUNK = 1 << 16
 _FRAME_SIZE = FRAME.size
 _unpack_frame = FRAME.unpack_from
 _COLLECTING = ("setup", "call")
+_SOL_SOCKET = socket.SOL_SOCKET
+_SCM_RIGHTS = socket.SCM_RIGHTS
 _PIPE_MIN = 4096  # the smallest a Linux pipe gets (one page), even past pipe-user-pages-soft
 STATUS_NAMES = {
     "ok": CallStatus.OK,
@@ -164,9 +166,14 @@ class CappedBuffer:
 
     def add(self, chunk: bytes) -> None:
         """Append what fits, count what does not."""
-        room = max(0, self.limit - len(self.data))
-        self.data += chunk[:room]
-        self.dropped += max(0, len(chunk) - room)
+        room = self.limit - len(self.data)
+        if len(chunk) <= room:
+            self.data += chunk
+        elif room > 0:
+            self.data += chunk[:room]
+            self.dropped += len(chunk) - room
+        else:
+            self.dropped += len(chunk)
 
     def text(self) -> str:
         """The kept bytes as text (invalid UTF-8 replaced)."""
@@ -247,6 +254,9 @@ class ChildRun:
 class ChildSession:
     """Spawns one child, feeds it the job, and collects what it does until it is gone.
 
+    This runs once per child, so it is written for the common case: a child that does its job
+    within the quiet start costs one wake-up, one read per pipe and one pass over the records.
+
     Args:
         control: The zygote's control socket.
         name: The worker's name, for error messages.
@@ -267,23 +277,24 @@ class ChildSession:
         stdin_text: str | None,
         out_limit: int,
     ) -> None:
+        limits = job.limits
         self.control = control
         self.name = name
         self.job_id = job_id
-        self.limits = job.limits
+        self.limits = limits
         self.stdio = stdin_text is not None
         self.index = start
         self.end = start + 1 if self.stdio else len(job.calls)
         self.audit_allowance = MAX_AUDIT_RECORDS + 1 + (self.end - start)
-        self.max_frame = job.limits.max_value_bytes + 64 * 1024
+        self.max_frame = limits.max_value_bytes + 64 * 1024
         self.run = ChildRun(
-            stdout=CappedBuffer(out_limit), stderr=CappedBuffer(job.limits.max_output_bytes)
+            stdout=CappedBuffer(out_limit), stderr=CappedBuffer(limits.max_output_bytes)
         )
         header: dict[str, Any] = {
             "mode": "stdio" if self.stdio else "call",
             "program": job.program,
             "start": start,
-            "max_value_bytes": job.limits.max_value_bytes,
+            "max_value_bytes": limits.max_value_bytes,
         }
         if not self.stdio:
             header["calls"] = list(job.calls)
@@ -295,12 +306,13 @@ class ChildSession:
         self.phase = "setup"  # then "call", "done" or "violation"
         self.kill_sent = False
         self.fds: set[int] = set()
+        self.readers = 0  # result, stdout and stderr pipes not yet at end-of-file
         self._spawn()
         self.spawned = time.monotonic()
         # The last status record was read at ``last`` and arrived no earlier than ``last_after``.
         self.last = self.last_after = self.spawned
-        self.deadline = self.spawned + job.limits.setup_timeout_s
-        self.drain_deadline: float | None = None
+        self.deadline = self.spawned + limits.setup_timeout_s
+        self.drain_deadline = 0.0
         self.quiet_until: float | None = self.spawned + QUIET_START_S  # None once awake
         self.arrival_floor: float | None = None  # set while reading what came in the quiet time
         self.on_other_exit: Callable[[int], None] | None = None
@@ -314,12 +326,13 @@ class ChildSession:
         # The read ends stay blocking: they are only read after poll() said they have data or
         # lost their writers, so a read never waits.
         self.fds.update((self.job_w, self.res_r, self.out_r, self.err_r))
+        self.readers = 3
         # The job is in the pipe before the child exists (the rest, if it does not fit, follows
         # from the loop): the child never waits for the parent to feed it.
         self._write_job(None)
-        message = {"op": "spawn", "id": self.job_id, "limits": limits_message(self.limits)}
+        message = _spawn_message(self.job_id, self.limits)
         try:
-            send_message(self.control, message, theirs)
+            self.control.sendmsg([message], [(_SOL_SOCKET, _SCM_RIGHTS, array.array("i", theirs))])
         except OSError as exc:
             for fd in theirs + list(self.fds):
                 os.close(fd)
@@ -340,45 +353,57 @@ class ChildSession:
         poller = select.poll()
         # Quiet start: readers and the control socket report only hang-ups until the first
         # wake-up (the pipes closing, or QUIET_START_S passing).
-        for fd in (self.res_r, self.out_r, self.err_r):
-            poller.register(fd, 0)
-        if self.job_w in self.fds:
-            poller.register(self.job_w, select.POLLOUT)
+        poller.register(self.res_r, 0)
+        poller.register(self.out_r, 0)
+        poller.register(self.err_r, 0)
+        job_w = self.job_w
+        if job_w in self.fds:
+            poller.register(job_w, select.POLLOUT)
         control_fd = self.control.fileno()
         poller.register(control_fd, 0)
+        fds = self.fds
         try:
             while not self._finished():
-                if self.quiet_until is not None:
-                    until = min(self.deadline, self.quiet_until)
+                quiet_until = self.quiet_until
+                if quiet_until is not None:
+                    until = quiet_until if quiet_until < self.deadline else self.deadline
                 elif self.run.exit is not None:
-                    until = float(self.drain_deadline or 0)
+                    until = self.drain_deadline
                 else:
                     until = self.deadline
-                timeout_ms = max(0, int((until - time.monotonic()) * 1000) + 1)
-                events = poller.poll(timeout_ms)
-                if self.quiet_until is not None and (
-                    time.monotonic() >= self.quiet_until
-                    or any(fd != self.job_w for fd, _mask in events)
+                timeout_ms = int((until - time.monotonic()) * 1000) + 1
+                events = poller.poll(timeout_ms if timeout_ms > 0 else 0)
+                if quiet_until is not None and (
+                    time.monotonic() >= quiet_until or any(fd != job_w for fd, _ in events)
                 ):
                     self._wake(poller, control_fd)
                 for fd, mask in events:
                     if fd == control_fd:
                         self._control_event()
-                    elif fd not in self.fds:
+                    elif fd not in fds:
                         continue  # closed while this round was handled
-                    elif fd == self.job_w:
+                    elif fd == job_w:
                         self._write_job(poller)
                     else:
                         self._read(fd, poller, mask)
                 if self.run.exit is None and time.monotonic() >= self.deadline:
                     self._deadline_passed()
             self._wake(poller, control_fd)
-            self._drain_control(poller, control_fd)
+            # Control messages already waiting (exit reports), without waiting for more.
+            while any(fd == control_fd for fd, _ in poller.poll(0)):
+                self._control_event()
         finally:
-            for fd in self.fds:
+            for fd in fds:
                 os.close(fd)
-            self.fds.clear()
+            fds.clear()
         return self.run
+
+    def _finished(self) -> bool:
+        if self.run.exit is None:
+            # Every record is in and every pipe closed: the child is done, whatever its exit
+            # status (the zygote reports it later; the next spawn waits for its clean-up).
+            return not self.readers and self.phase == "done" and not self.kill_sent
+        return not self.readers or time.monotonic() >= self.drain_deadline
 
     def _wake(self, poller: select.poll, control_fd: int) -> None:
         """End the quiet start: from now on every record and message wakes the loop.
@@ -394,19 +419,6 @@ class ChildSession:
             if fd in self.fds:
                 poller.modify(fd, select.POLLIN)
         poller.modify(control_fd, select.POLLIN)
-
-    def _drain_control(self, poller: select.poll, control_fd: int) -> None:
-        """Handle the control messages already waiting (exit reports), without waiting."""
-        while any(fd == control_fd for fd, _mask in poller.poll(0)):
-            self._control_event()
-
-    def _finished(self) -> bool:
-        readers = self.fds - {self.job_w}
-        if self.run.exit is None:
-            # Every record is in and every pipe closed: the child is done, whatever its exit
-            # status (the zygote reports it later; the next spawn waits for its clean-up).
-            return self.phase == "done" and not readers and not self.kill_sent
-        return not readers or time.monotonic() >= float(self.drain_deadline or 0)
 
     def _close(self, fd: int, poller: select.poll) -> None:
         poller.unregister(fd)
@@ -445,14 +457,15 @@ class ChildSession:
             chunk = os.read(fd, _CHUNK)
             if not chunk:
                 self._close(fd, poller)
+                self.readers -= 1
                 break
-            if fd == self.out_r:
-                self.run.stdout.add(chunk)
-            elif fd == self.err_r:
-                self.run.stderr.add(chunk)
-            else:
+            if fd == self.res_r:
                 self.buffer += chunk
                 self._take_records()
+            elif fd == self.out_r:
+                self.run.stdout.add(chunk)
+            else:
+                self.run.stderr.add(chunk)
             if not mask & select.POLLHUP:
                 break
         if fd == self.res_r:
@@ -467,9 +480,10 @@ class ChildSession:
             os.close(fd)
         if message is None:
             raise WorkerBroken(f"{self.name}: the worker hung up")
-        if message.get("op") == "error":
+        op = message.get("op")
+        if op == "error":
             raise WorkerBroken(f"{self.name}: {message.get('reason')}")
-        if message.get("op") != "exit":
+        if op != "exit":
             return
         if message.get("id") == self.job_id:
             now = time.monotonic()
@@ -496,7 +510,11 @@ class ChildSession:
 
     # ----------------------------------------------------------------- records
     def _take_records(self) -> None:
-        """Take every complete record from the buffer (all read at the same moment)."""
+        """Take every complete record from the buffer (all read at the same moment).
+
+        Each is validated against the expected sequence: setup first, then call ``start``,
+        ``start+1``...; audit records may come in between.
+        """
         buffer = self.buffer
         available = len(buffer)
         now = time.monotonic()
@@ -511,10 +529,24 @@ class ChildSession:
             end = taken + _FRAME_SIZE + size
             if end > available:
                 break
-            record = buffer[taken + _FRAME_SIZE : end]
+            text = buffer[taken + _FRAME_SIZE : end].decode("utf-8", "surrogatepass")
             taken = end
-            if not self._accept(record, (max(0.0, after - self.last), now - self.last_after)):
-                continue  # telemetry or a violation: no step in the sequence
+            try:
+                obj, stop = _SCAN_JSON(text, 0)
+            except (ValueError, RecursionError, StopIteration):
+                stop = -1
+            if stop != len(text):
+                self._violation("unreadable result record")
+                break
+            if type(obj) is not dict:
+                self._violation("result record is not an object")
+                break
+            kind = obj.get("k")
+            if kind == AUDIT_RECORD:
+                self._accept_audit(obj)
+                continue  # telemetry: no step in the sequence, no deadline reset
+            if not self._accept_status(obj, kind, after, now):
+                break
             self.last, self.last_after = now, after
             if self.phase == "call":
                 self.deadline = now + self.limits.call_timeout_s
@@ -522,29 +554,58 @@ class ChildSession:
                 self.deadline = now + FINISH_GRACE_S
         del buffer[:taken]
 
+    def _accept_status(self, obj: dict[str, Any], kind: Any, after: float, now: float) -> bool:
+        """Keep the setup or call record that is next in sequence; False after a violation.
+
+        The call it ends took at least ``after - last`` and at most ``now - last_after`` by the
+        parent's clock: the child's own measure (``d``) is kept within that.
+        """
+        status, error = obj.get("s"), obj.get("e", "")
+        if status not in CHILD_STATUSES or type(error) is not str:
+            self._violation("result record with an unknown status")
+            return False
+        if len(error) > MAX_ERROR_CHARS:
+            error = error[:MAX_ERROR_CHARS]
+        if self.phase == "setup":
+            if kind != "setup" or status == "not_plain":
+                self._violation("result record out of sequence (expected setup)")
+                return False
+            self.run.setup = (status, error)
+            self.phase = "call" if status == "ok" and self.index < self.end else "done"
+            return True
+        index = obj.get("i")
+        if kind != "call" or type(index) is not int or index != self.index:
+            self._violation(f"result record out of sequence (expected call {self.index})")
+            return False
+        value = None
+        if status == "ok" and not self.stdio:
+            if "v" not in obj:
+                self._violation("result record without a value")
+                return False
+            try:
+                value = plain.decode(obj["v"])
+            except (plain.PlainDataError, RecursionError):
+                self._violation("result record with a malformed value")
+                return False
+        shortest, longest = after - self.last, now - self.last_after
+        claimed = obj.get("d")
+        if type(claimed) is not float or claimed != claimed:  # missing, forged or NaN
+            duration = longest
+        elif claimed > longest:
+            duration = longest
+        elif claimed < shortest:
+            duration = shortest if shortest > 0.0 else 0.0
+        else:
+            duration = claimed if claimed > 0.0 else 0.0
+        self.run.results.append(CallResult(STATUS_NAMES[status], value, error, duration))
+        self.index += 1
+        self.phase = "done" if self.index >= self.end else "call"
+        return True
+
     def _violation(self, reason: str) -> None:
         self.run.violation = reason
         self.phase = "violation"
         self._kill()
-
-    def _accept(self, record: bytes | bytearray, took: tuple[float, float]) -> bool:
-        """Validate one record and keep it; True when it was the next status record.
-
-        ``took`` is the shortest and longest the call could have taken by the parent's clock.
-        """
-        try:
-            obj = parse_record(record)
-        except (ValueError, RecursionError, StopIteration):
-            self._violation("unreadable result record")
-            return False
-        if type(obj) is not dict:
-            self._violation("result record is not an object")
-            return False
-        if obj.get("k") == AUDIT_RECORD:
-            self._accept_audit(obj)
-            return False
-        self._accept_status(obj, took)
-        return self.phase != "violation"
 
     def _accept_audit(self, obj: dict[str, Any]) -> None:
         """Keep the highest total per kind; ignore records beyond the per-child allowance."""
@@ -559,41 +620,14 @@ class ChildSession:
         for key, value in counts.items():
             self.run.audit[key] = max(self.run.audit.get(key, 0), value)
 
-    def _accept_status(self, obj: dict[str, Any], took: tuple[float, float]) -> None:
-        """Validate a setup or call record against the expected sequence and keep it."""
-        status, error, kind = obj.get("s"), obj.get("e", ""), obj.get("k")
-        if status not in CHILD_STATUSES or type(error) is not str:
-            return self._violation("result record with an unknown status")
-        error = error[:MAX_ERROR_CHARS]
-        if self.phase == "setup":
-            if kind != "setup" or status == "not_plain":
-                return self._violation("result record out of sequence (expected setup)")
-            self.run.setup = (status, error)
-            self.phase = "call" if status == "ok" and self.index < self.end else "done"
-            return None
-        index = obj.get("i")
-        if kind != "call" or type(index) is not int or index != self.index:
-            return self._violation(f"result record out of sequence (expected call {self.index})")
-        value = None
-        if status == "ok" and not self.stdio:
-            if "v" not in obj:
-                return self._violation("result record without a value")
-            try:
-                value = plain.decode(obj["v"])
-            except (plain.PlainDataError, RecursionError):
-                return self._violation("result record with a malformed value")
-        duration = _within(obj.get("d"), *took)
-        self.run.results.append(CallResult(STATUS_NAMES[status], value, error, duration))
-        self.index += 1
-        self.phase = "done" if self.index >= self.end else "call"
-        return None
+
+_LAST_LIMITS: list[Any] = [None, ""]  # the last Limits seen and its spawn-message JSON
 
 
-def _within(claimed: Any, shortest: float, longest: float) -> float:
-    """The child's own measure of a call, kept within what the parent's clock allows.
-
-    A missing or malformed claim (the child is untrusted) counts as the longest possible.
-    """
-    if type(claimed) is not float or math.isnan(claimed):
-        return longest
-    return min(max(claimed, shortest), longest)
+def _spawn_message(job_id: int, limits: Limits) -> bytes:
+    """The ``spawn`` control message (the limits part is kept from the previous call)."""
+    cached, text = _LAST_LIMITS
+    if cached is not limits:
+        text = json.dumps(limits_message(limits), separators=(",", ":"))
+        _LAST_LIMITS[:] = [limits, text]
+    return f'{{"op":"spawn","id":{int(job_id)},"limits":{text}}}'.encode()

@@ -299,9 +299,11 @@ def _merge(
     """Fold one child's output and trusted-side observations into the job's totals."""
     events["child_runs"] += 1
     if out is not None:
-        out.add(bytes(run.stdout.data))
+        if run.stdout.data:
+            out.add(bytes(run.stdout.data))
         out.dropped += run.stdout.dropped
-    err.add(bytes(run.stderr.data))
+    if run.stderr.data:
+        err.add(bytes(run.stderr.data))
     err.dropped += run.stderr.dropped
     if run.timed_out:
         events["killed_by_timer"] += 1
