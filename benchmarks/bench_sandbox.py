@@ -10,7 +10,9 @@ execute the program and evaluate the 8 calls, results checked. Methods, each on 
     d  our local backend with every isolation layer on (``LocalSandbox(workers=1)``)
     e  the Docker backend (``DockerSandbox(workers=1)``), when an engine and the image exist
 
-plus ``d`` with two workers (scaling) and the idle server's resident memory. Each method is
+plus ``d`` with two workers (scaling; with the defaults, two workers on two cores are pinned one
+per core and one worker floats), ``d`` with one worker pinned to one core (``d1p``: the scaling
+of pinned workers alone is reported too) and the idle server's resident memory. Each method is
 measured ``--repeats`` times, interleaved, and the best rate is kept (the machine is shared).
 Besides runs/s, the CPU time every involved process spent per run is reported (``cpu_ms_per_run``,
 lowest sample): on a busy machine it is the steadier comparison, and ``cpu_targets`` applies the
@@ -202,9 +204,10 @@ def _sandbox_rate(sandbox: Any, runs: int, pids: list[int] | None = None) -> dic
     return out
 
 
-def bench_local(workers: int, runs: int) -> dict[str, Any]:
-    with LocalSandbox(workers=workers) as sandbox:
+def bench_local(workers: int, runs: int, pin_cpus: bool | None = None) -> dict[str, Any]:
+    with LocalSandbox(workers=workers, pin_cpus=pin_cpus) as sandbox:
         out = _sandbox_rate(sandbox, runs, sandbox.worker_pids())
+        out["pinned_cpus"] = list(sandbox.cpus)
         report = sandbox.isolation()
         out["inactive_layers"] = [name for name in LAYERS if not report.layers.get(name)]
         out["server_rss_mb"] = [round(kb / 1024, 1) for kb in sandbox.server_rss_kb()]
@@ -253,7 +256,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-docker", action="store_true")
     args = parser.parse_args(argv)
-    samples: dict[str, list[dict[str, Any]]] = {k: [] for k in ("a", "b", "c", "d", "d2", "e")}
+    keys = ("a", "b", "c", "d", "d2", "d1p", "e")
+    samples: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     load_before_run = round(os.getloadavg()[0], 2)
     for _ in range(args.repeats):
         samples["a"].append(bench_python_c(args.slow_runs))
@@ -261,6 +265,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         samples["c"].append(bench_bare_fork(args.runs))
         samples["d"].append(bench_local(1, args.runs))
         samples["d2"].append(bench_local(2, 2 * args.runs))
+        samples["d1p"].append(bench_local(1, args.runs, pin_cpus=True))
         if not args.no_docker:
             samples["e"].append(bench_docker(args.runs))
     best = {key: _best(value) for key, value in samples.items() if value}
@@ -271,6 +276,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     notes = [
         "best of --repeats interleaved samples per method; all on this machine, same run",
         "server RSS: bubblewrap launcher + its init + the zygote, idle",
+        "defaults: 1 worker on 2 cores floats, 2 workers on 2 cores are pinned one per core "
+        "(LocalSandbox pin_cpus=None); d1p is 1 worker pinned to one core, for comparison",
         "cpu_ms_per_run: CPU of every process involved (parent, workers, children) per run; "
         "unlike runs/s it barely depends on what else the machine is running",
     ]
@@ -293,6 +300,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "c_bare_fork": rate["c"],
             "d_local_sandbox": d,
             "d_local_sandbox_2_workers": rate["d2"],
+            "d_local_sandbox_1_worker_pinned": rate["d1p"],
             "e_docker_sandbox": rate.get("e"),
         },
         "targets": {
@@ -300,6 +308,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "d_over_b": _target(d / rate["b"], 3.0),
             "d_over_c": _target(d / rate["c"], 0.75),
             "two_workers_over_one": _target(rate["d2"] / d, 1.8),
+            "two_workers_over_one_pinned": _target(rate["d2"] / rate["d1p"], 1.8),
             "server_rss_mb": _target(rss, 60.0, kind="max"),
         },
         "cpu_ms_per_run": cpu,

@@ -488,6 +488,42 @@ def test_a_killed_worker_is_restarted() -> None:
         assert result.calls[0].value == 5
 
 
+AFFINITY = "import os\ndef f(): return sorted(os.sched_getaffinity(0))"
+
+
+def test_pinned_workers_and_their_jobs_stay_on_their_core_even_after_a_restart() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    with LocalSandbox(workers=2, pin_cpus=True) as box:
+        expected = [cores[0], cores[1 % len(cores)]]
+        assert list(box.cpus) == expected
+        for worker, core in zip(box._workers, expected, strict=True):
+            assert all(os.sched_getaffinity(pid) == {core} for pid in worker.tree_pids())
+        seen = {result.calls[0].value[0] for result in box.run([Job(AFFINITY, ("f()",))] * 6)}
+        assert seen <= set(expected)
+        victim = box._workers[1]
+        for pid in victim.tree_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+        for result in box.run([Job(AFFINITY, ("f()",))] * 6):
+            assert len(result.calls[0].value) == 1 and result.calls[0].value[0] in expected
+        assert all(os.sched_getaffinity(pid) == {expected[1]} for pid in victim.tree_pids())
+    assert os.sched_getaffinity(0) == set(cores)  # the caller itself is never pinned
+
+
+def test_workers_float_unless_they_take_every_core_or_are_told_to_pin() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    with LocalSandbox(workers=1) as box:
+        assert box.cpus == (None,)
+        [result] = box.run([Job(AFFINITY, ("f()",))])
+        assert result.calls[0].value == cores
+    with LocalSandbox(workers=len(cores), pin_cpus=False) as box:
+        assert box.cpus == (None,) * len(cores)
+    if len(cores) > 1:
+        with LocalSandbox(workers=len(cores)) as box:
+            assert box.cpus == tuple(cores)
+
+
 @pytest.mark.parametrize(
     ("jobs", "error"),
     [
