@@ -176,6 +176,19 @@ def test_too_large_value_is_not_plain(sandbox: LocalSandbox) -> None:
     assert "exceeds" in result.calls[1].error
 
 
+def test_more_than_a_pipe_of_input_values_and_output_in_one_job(sandbox: LocalSandbox) -> None:
+    # The job, the result records and stdout each exceed a pipe buffer (64 KiB): the job is
+    # fed while the child runs, and the child blocks on its pipes until the parent reads them.
+    program = "def f(s, n):\n    print('y' * 50_000)\n    return s[:n] * 3\n"
+    arg = "x" * 100_000
+    calls = tuple(f"f({arg!r}, {n})" for n in (70_000, 0, 90_000))
+    [result] = sandbox.run([Job(program, calls=calls, limits=FAST)])
+    assert [c.status for c in result.calls] == [CallStatus.OK] * 3, result.calls
+    assert [len(c.value) for c in result.calls] == [210_000, 0, 270_000]
+    assert len(result.stdout) == FAST.max_output_bytes
+    assert result.events.get("stdout_truncated") == 1
+
+
 def test_cpu_limit_counts_as_timeout(sandbox: LocalSandbox) -> None:
     limits = Limits(call_timeout_s=30.0, cpu_time_s=1.0)
     program = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
