@@ -529,13 +529,11 @@ class ChildSession:
             end = taken + _FRAME_SIZE + size
             if end > available:
                 break
-            text = buffer[taken + _FRAME_SIZE : end].decode("utf-8", "surrogatepass")
+            record = buffer[taken + _FRAME_SIZE : end]
             taken = end
             try:
-                obj, stop = _SCAN_JSON(text, 0)
+                obj = parse_record(record)
             except (ValueError, RecursionError, StopIteration):
-                stop = -1
-            if stop != len(text):
                 self._violation("unreadable result record")
                 break
             if type(obj) is not dict:
