@@ -31,7 +31,7 @@ a program that forges them gains nothing but a wrong monitoring count.
 
 from __future__ import annotations
 
-import array
+import functools
 import json
 import os
 import select
@@ -57,6 +57,7 @@ from codea1_env.sandbox.protocol import (
     pack_frame,
     receive_message,
     send_message,
+    send_packet,
 )
 
 __all__ = [
@@ -74,17 +75,15 @@ FINISH_GRACE_S = 2.0
 KILL_WAIT_S = 10.0
 """How long the zygote may take to report a killed child before the worker counts as broken."""
 DRAIN_WAIT_S = 1.0
+"""How long to wait for pipes to reach end-of-file after the zygote reported the exit."""
 QUIET_START_S = 0.01
 """How long after a spawn the parent waits for the child's pipes to close before it reads."""
-"""How long to wait for pipes to reach end-of-file after the zygote reported the exit."""
 MAX_AUDIT_RECORDS = 2 * len(AUDIT_KEYS)
 """Audit records read from one child, beyond one per call it runs; later ones are ignored."""
 _CHUNK = 1 << 16
 _FRAME_SIZE = FRAME.size
 _unpack_frame = FRAME.unpack_from
 _COLLECTING = ("setup", "call")
-_SOL_SOCKET = socket.SOL_SOCKET
-_SCM_RIGHTS = socket.SCM_RIGHTS
 _PIPE_MIN = 4096  # the smallest a Linux pipe gets (one page), even past pipe-user-pages-soft
 STATUS_NAMES = {
     "ok": CallStatus.OK,
@@ -330,9 +329,9 @@ class ChildSession:
         # The job is in the pipe before the child exists (the rest, if it does not fit, follows
         # from the loop): the child never waits for the parent to feed it.
         self._write_job(None)
-        message = _spawn_message(self.job_id, self.limits)
+        message = f'{{"op":"spawn","id":{int(self.job_id)},"limits":{_limits_json(self.limits)}}}'
         try:
-            self.control.sendmsg([message], [(_SOL_SOCKET, _SCM_RIGHTS, array.array("i", theirs))])
+            send_packet(self.control, message.encode(), theirs)
         except OSError as exc:
             for fd in theirs + list(self.fds):
                 os.close(fd)
@@ -619,13 +618,7 @@ class ChildSession:
             self.run.audit[key] = max(self.run.audit.get(key, 0), value)
 
 
-_LAST_LIMITS: list[Any] = [None, ""]  # the last Limits seen and its spawn-message JSON
-
-
-def _spawn_message(job_id: int, limits: Limits) -> bytes:
-    """The ``spawn`` control message (the limits part is kept from the previous call)."""
-    cached, text = _LAST_LIMITS
-    if cached is not limits:
-        text = json.dumps(limits_message(limits), separators=(",", ":"))
-        _LAST_LIMITS[:] = [limits, text]
-    return f'{{"op":"spawn","id":{int(job_id)},"limits":{text}}}'.encode()
+@functools.lru_cache(maxsize=64)
+def _limits_json(limits: Limits) -> str:
+    """The rlimit part of a ``spawn`` message, encoded once per distinct :class:`Limits`."""
+    return json.dumps(limits_message(limits), separators=(",", ":"))

@@ -215,12 +215,9 @@ def _descendants(root: int) -> list[int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
+        fields = _proc_stat(int(entry))
+        if len(fields) > 1:
             parents[int(entry)] = int(fields[1])
-        except (OSError, IndexError, ValueError):
-            continue
     found, frontier = [root], [root]
     while frontier:
         current = frontier.pop()
@@ -235,14 +232,17 @@ def _wait_gone(pids: list[int], timeout_s: float) -> None:
     """Wait (at most ``timeout_s``) until none of ``pids`` runs any more (gone or a zombie)."""
     deadline = time.monotonic() + timeout_s
     for pid in pids:
-        while time.monotonic() < deadline:
-            try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
-                        break
-            except (OSError, IndexError):
-                break
+        while time.monotonic() < deadline and _proc_stat(pid)[:1] not in ([], [b"Z"]):
             time.sleep(0.002)
+
+
+def _proc_stat(pid: int) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the command name (state, ppid...); [] if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def _rss_kb(pid: int) -> int:

@@ -26,6 +26,7 @@ Result records, as a child writes them:
 
 from __future__ import annotations
 
+import array
 import builtins
 import json
 import os
@@ -50,6 +51,7 @@ __all__ = [
     "read_frame",
     "receive_message",
     "send_message",
+    "send_packet",
 ]
 
 FRAME = struct.Struct(">I")
@@ -127,13 +129,20 @@ def read_frame(fd: int, max_bytes: int) -> bytes:
     return read_exact(fd, size)
 
 
+_ENCODE_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def send_message(
     sock: socket.socket, message: dict[str, Any], fds: list[int] | None = None
 ) -> None:
     """Send one JSON control message, with descriptors attached when given."""
-    data = json.dumps(message, separators=(",", ":")).encode()
+    send_packet(sock, _ENCODE_COMPACT(message).encode(), fds)
+
+
+def send_packet(sock: socket.socket, data: bytes, fds: list[int] | None = None) -> None:
+    """Send one control message already encoded as compact JSON (see :func:`send_message`)."""
     if fds:
-        socket.send_fds(sock, [data], fds)
+        sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
     else:
         sock.send(data)
 
