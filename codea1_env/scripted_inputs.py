@@ -4,6 +4,9 @@ Function problems: argument shapes come from the literal calls in the GT tests' 
 entry point's signature); boundary values from the constants the candidate compares against;
 random values shaped like the examples. Stdio problems: copies of the GT inputs with integer
 tokens shifted or redrawn.
+
+Everything read here (the GT program, the GT tests, the candidate's code) is untrusted text and
+is only parsed: :func:`ast.parse` and :func:`ast.literal_eval`, never executed in this process.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def _example_calls(problem: Problem) -> list[_Call]:
     for test in problem.tests:
         try:
             tree = ast.parse(test)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
             if not isinstance(node, ast.Assert):

@@ -10,7 +10,9 @@ from codea1_env.scripted import BoundaryTester, MutantCoder
 
 env = gym.make("CodeTestDuel-v0", source="bank")
 coder = MutantCoder(p_mutant=0.8, seed=0)  # the GT solution or an AST mutant of it
-tester = BoundaryTester(seed=0)  # boundary inputs read from the candidate's comparisons
+# Boundary inputs read from the candidate's comparisons; their GT outputs are computed in the
+# env's own sandbox (shared through its referee), never in this process.
+tester = BoundaryTester(seed=0, sandbox=env.unwrapped.referee)
 
 for episode in range(3):
     obs, info = env.reset(seed=episode)

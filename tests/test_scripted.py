@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import io
-import signal
+import json
+import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
+import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
+import codea1_env.sandbox.factory as sandbox_factory
+from codea1_env.env import CodeTestDuelEnv
 from codea1_env.mutation import generate_mutants
 from codea1_env.plain import values_equal
 from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.referee import Referee
 from codea1_env.sandbox.base import (
     CallResult,
     CallStatus,
@@ -24,6 +34,7 @@ from codea1_env.sandbox.base import (
     Job,
     JobResult,
     Sandbox,
+    SandboxUnavailable,
 )
 from codea1_env.scripted import (
     BoundaryTester,
@@ -64,6 +75,16 @@ SUM_STDIO = Problem(
 )
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    """One real local sandbox shared by this module's tests (each tester would start its own)."""
+    with sandbox_factory.make_sandbox("local") as box:
+        yield box
+
+
 def as_tester(problem: Problem, code: str) -> dict[str, Any]:
     return {"role": 1, "prompt": problem.prompt, "entry_point": problem.entry_point, "code": code}
 
@@ -73,6 +94,7 @@ def as_coder(problem: Problem) -> dict[str, Any]:
 
 
 def gt_value(problem: Problem, call: str) -> Any:
+    """The GT's value on ``call``: the test file's own trusted problems, run in this process."""
     namespace: dict[str, Any] = {}
     exec(problem.gt_program, namespace)
     return eval(call, namespace)
@@ -89,7 +111,7 @@ def asserts_of(answer: str) -> list[tuple[str, Any]]:
 
 
 class InProcessSandbox:
-    """A test double of the Sandbox protocol that runs trusted test programs in-process."""
+    """A test double of the Sandbox protocol that runs this file's trusted programs in-process."""
 
     def __init__(self) -> None:
         self.batches: list[list[Job]] = []
@@ -218,9 +240,11 @@ def test_mutant_coder_rejects_bad_arguments() -> None:
 # --- boundary tester ------------------------------------------------------------------------------
 
 
-def test_boundary_tester_hits_both_sides_of_the_threshold() -> None:
+def test_boundary_tester_hits_both_sides_of_the_threshold(sandbox: Sandbox) -> None:
     candidate = "```python\ndef f(x):\n    return 1 if x >= 10 else 0\n```"
-    answer = BoundaryTester().act([as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}])[0]
+    answer = BoundaryTester(sandbox=sandbox).act(
+        [as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}]
+    )[0]
     cases = asserts_of(answer)
     calls = [call for call, _ in cases]
     assert {"f(9)", "f(10)", "f(11)"} <= set(calls)
@@ -231,15 +255,17 @@ def test_boundary_tester_hits_both_sides_of_the_threshold() -> None:
     assert len(parsed.cases) == 8 and parsed.rejected == ()
 
 
-def test_boundary_tester_reads_constants_from_the_candidate_it_is_shown() -> None:
+def test_boundary_tester_reads_constants_from_the_candidate_it_is_shown(sandbox: Sandbox) -> None:
     candidate = "def f(x):\n    return 1 if x > 42 else 0\n"
-    answer = BoundaryTester().act([as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}])[0]
+    answer = BoundaryTester(sandbox=sandbox).act(
+        [as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}]
+    )[0]
     calls = {call for call, _ in asserts_of(answer)}
     assert {"f(41)", "f(42)", "f(43)"} <= calls
 
 
-def test_boundary_tester_uses_argument_shapes_and_len_constants() -> None:
-    tester = BoundaryTester(n_tests=16)
+def test_boundary_tester_uses_argument_shapes_and_len_constants(sandbox: Sandbox) -> None:
+    tester = BoundaryTester(n_tests=16, sandbox=sandbox)
     answer = tester.act([as_tester(SHOUT, SHOUT.canonical_solution)], [{"problem": SHOUT}])[0]
     cases = asserts_of(answer)
     assert len(cases) == 16
@@ -256,7 +282,7 @@ def test_boundary_tester_uses_argument_shapes_and_len_constants() -> None:
     assert {"shout('hel', [1, 2], k=3)", "shout('hell', [1, 2], k=3)"} <= set(calls)  # len(s) > 3
 
 
-def test_boundary_tester_drops_calls_the_gt_fails_on() -> None:
+def test_boundary_tester_drops_calls_the_gt_fails_on(sandbox: Sandbox) -> None:
     fussy = Problem(
         "test/fussy",
         "",
@@ -266,7 +292,7 @@ def test_boundary_tester_drops_calls_the_gt_fails_on() -> None:
         tests=("assert f(5) == 10",),
     )
     start = time.monotonic()
-    answer = BoundaryTester(n_tests=8, timeout_s=0.05).act(
+    answer = BoundaryTester(n_tests=8, timeout_s=0.05, sandbox=sandbox).act(
         [as_tester(fussy, fussy.canonical_solution)], [{"problem": fussy}]
     )[0]
     assert time.monotonic() - start < 5
@@ -277,70 +303,55 @@ def test_boundary_tester_drops_calls_the_gt_fails_on() -> None:
         assert 0 <= x <= 50 and expected == 2 * x
 
 
-def test_boundary_tester_restores_an_outer_alarm() -> None:
-    fired: list[int] = []
-    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 0.5)
-        BoundaryTester().act([as_tester(THRESHOLD, "")], [{"problem": THRESHOLD}])
-        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
-        assert 0 < remaining <= 0.5
-        deadline = time.monotonic() + 2
-        while not fired and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert fired == [signal.SIGALRM]
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def test_in_process_oracle_needs_the_main_thread() -> None:
-    errors: list[BaseException] = []
-
-    def act() -> None:
-        try:
-            BoundaryTester().act([as_tester(THRESHOLD, "")], [{"problem": THRESHOLD}])
-        except RuntimeError as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=act)
+def test_scripted_testers_run_off_the_main_thread(sandbox: Sandbox) -> None:
+    answers: list[str] = []
+    thread = threading.Thread(
+        target=lambda: answers.extend(
+            BoundaryTester(sandbox=sandbox).act(
+                [as_tester(THRESHOLD, "")], [{"problem": THRESHOLD}]
+            )
+        )
+    )
     thread.start()
     thread.join()
-    assert len(errors) == 1 and "sandbox" in str(errors[0])
+    assert len(answers) == 1 and len(asserts_of(answers[0])) == 8
 
 
-def test_boundary_tester_without_gt_tests_uses_the_signature() -> None:
+def test_boundary_tester_without_gt_tests_uses_the_signature(sandbox: Sandbox) -> None:
     bare = Problem("test/bare", "", "g", "def g(n: int, s: str) -> str:\n    return s * n\n")
-    answer = BoundaryTester(n_tests=6).act([as_tester(bare, "")], [{"problem": bare}])[0]
+    answer = BoundaryTester(n_tests=6, sandbox=sandbox).act(
+        [as_tester(bare, "")], [{"problem": bare}]
+    )[0]
     cases = asserts_of(answer)
     assert len(cases) == 6
     for call, expected in cases:
         assert expected == gt_value(bare, call)
 
 
-def test_boundary_tester_is_seeded() -> None:
+def test_boundary_tester_is_seeded(sandbox: Sandbox) -> None:
     obs, infos = [as_tester(THRESHOLD, "")] * 3, [{"problem": THRESHOLD}] * 3
-    assert BoundaryTester(seed=1).act(obs, infos) == BoundaryTester(seed=1).act(obs, infos)
+    first = BoundaryTester(seed=1, sandbox=sandbox).act(obs, infos)
+    assert first == BoundaryTester(seed=1, sandbox=sandbox).act(obs, infos)
 
 
-def test_boundary_tester_runs_everything_in_one_sandbox_batch() -> None:
-    sandbox = InProcessSandbox()
-    tester = BoundaryTester(sandbox=sandbox)
+def test_boundary_tester_runs_everything_in_one_sandbox_batch(sandbox: Sandbox) -> None:
+    double = InProcessSandbox()
+    tester = BoundaryTester(sandbox=double)
     obs = [as_tester(THRESHOLD, ""), as_tester(SHOUT, ""), as_tester(SUM_STDIO, "")]
     infos = [{"problem": THRESHOLD}, {"problem": SHOUT}, {"problem": SUM_STDIO}]
     answers = tester.act(obs, infos)
-    assert len(sandbox.batches) == 1 and len(sandbox.batches[0]) == 3
-    assert [job.program for job in sandbox.batches[0]] == [
+    assert len(double.batches) == 1 and len(double.batches[0]) == 3
+    assert [job.program for job in double.batches[0]] == [
         THRESHOLD.gt_program,
         SHOUT.gt_program,
         SUM_STDIO.gt_program,
     ]
-    assert answers[:2] == BoundaryTester().act(obs[:2], infos[:2])
+    assert answers == BoundaryTester(sandbox=sandbox).act(obs, infos)  # the real one agrees
     # Outputs are memoised: asking again runs only inputs never seen (fresh random ones).
     tester.act(obs + obs, infos + infos)
-    assert len(sandbox.batches) == 2
-    first = {(job.program, x) for job in sandbox.batches[0] for x in job.calls + job.stdin_inputs}
-    second = [(job.program, x) for job in sandbox.batches[1] for x in job.calls + job.stdin_inputs]
+    assert len(double.batches) == 2
+    first = {(job.program, x) for job in double.batches[0] for x in job.calls + job.stdin_inputs}
+    second = [(job.program, x) for job in double.batches[1] for x in job.calls + job.stdin_inputs]
     assert second and len(set(second)) == len(second) and not first & set(second)
 
 
@@ -354,9 +365,7 @@ def test_sandbox_jobs_hold_each_new_input_once() -> None:
     assert len(calls) == len(set(calls)) >= 8
 
 
-def test_oracle_false_writes_the_candidates_own_outputs() -> None:
-    with pytest.raises(ValueError, match="sandbox"):
-        BoundaryTester(oracle=False)
+def test_oracle_false_writes_the_candidates_own_outputs(sandbox: Sandbox) -> None:
     candidate = "```python\ndef f(x):\n    return 1 if x >= 10 else 0\n```"
     weak = BoundaryTester(oracle=False, sandbox=InProcessSandbox())
     cases = dict(
@@ -365,14 +374,21 @@ def test_oracle_false_writes_the_candidates_own_outputs() -> None:
     assert cases["f(10)"] == 1  # the candidate's (wrong) answer, not the GT's 0
     strong = dict(
         asserts_of(
-            BoundaryTester().act([as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}])[0]
+            BoundaryTester(sandbox=sandbox).act(
+                [as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}]
+            )[0]
         )
     )
     assert strong["f(10)"] == 0
+    with BoundaryTester(oracle=False, sandbox=sandbox) as real:  # the real sandbox agrees
+        answer = real.act([as_tester(THRESHOLD, candidate)], [{"problem": THRESHOLD}])[0]
+    assert dict(asserts_of(answer))["f(10)"] == 1
 
 
-def test_boundary_tester_on_stdio_problems() -> None:
-    answer = BoundaryTester().act([as_tester(SUM_STDIO, "")], [{"problem": SUM_STDIO}])[0]
+def test_boundary_tester_on_stdio_problems(sandbox: Sandbox) -> None:
+    answer = BoundaryTester(sandbox=sandbox).act(
+        [as_tester(SUM_STDIO, "")], [{"problem": SUM_STDIO}]
+    )[0]
     parsed = parse_io_pairs(answer)
     assert parsed.rejected == () and len(parsed.pairs) == 8
     assert parsed.pairs[:2] == SUM_STDIO.io_pairs
@@ -385,18 +401,24 @@ def test_boundary_tester_on_stdio_problems() -> None:
 # --- other testers and the router ----------------------------------------------------------------
 
 
-def test_random_tester_is_seeded_and_shaped_like_the_gt_tests() -> None:
+def test_random_tester_is_seeded_and_shaped_like_the_gt_tests(sandbox: Sandbox) -> None:
     obs, infos = [as_tester(SHOUT, "")], [{"problem": SHOUT}]
-    first = RandomTester(seed=5).act(obs, infos)
-    assert first == RandomTester(seed=5).act(obs, infos) != RandomTester(seed=6).act(obs, infos)
+
+    def random_tester(seed: int) -> RandomTester:
+        return RandomTester(seed=seed, sandbox=sandbox)
+
+    first = random_tester(5).act(obs, infos)
+    assert first == random_tester(5).act(obs, infos) != random_tester(6).act(obs, infos)
     cases = asserts_of(first[0])
     assert len(cases) == 8
     for call, expected in cases:
         assert values_equal(expected, gt_value(SHOUT, call))
 
 
-def test_random_tester_on_stdio() -> None:
-    answer = RandomTester(n_tests=5).act([as_tester(SUM_STDIO, "")], [{"problem": SUM_STDIO}])[0]
+def test_random_tester_on_stdio(sandbox: Sandbox) -> None:
+    answer = RandomTester(n_tests=5, sandbox=sandbox).act(
+        [as_tester(SUM_STDIO, "")], [{"problem": SUM_STDIO}]
+    )[0]
     pairs = parse_io_pairs(answer).pairs
     assert 1 <= len(pairs) <= 5
     for pair in pairs:
@@ -430,3 +452,137 @@ def test_role_router_sends_each_seat_to_its_policy() -> None:
     assert extract_code(answers[2]).strip() == SHOUT.gt_program.strip()
     with pytest.raises(ValueError, match="role"):
         router.act([{"role": 2}], [{"problem": THRESHOLD}])
+
+
+# --- where the scripted testers run code ---------------------------------------------------------
+
+
+def test_a_tester_starts_its_own_sandbox_lazily_and_closes_it() -> None:
+    tester = BoundaryTester()
+    assert not tester.runner.owns_sandbox  # nothing started by the constructor
+    try:
+        answer = tester.act([as_tester(THRESHOLD, "")], [{"problem": THRESHOLD}])[0]
+        assert tester.runner.owns_sandbox and len(asserts_of(answer)) == 8
+    finally:
+        tester.close()
+    assert not tester.runner.owns_sandbox
+    tester.close()  # idempotent
+
+
+def test_a_tester_shares_the_envs_sandbox_through_its_referee() -> None:
+    env = gym.make("CodeTestDuel-v0", source="bank")
+    try:
+        duel_env = env.unwrapped
+        assert isinstance(duel_env, CodeTestDuelEnv)
+        referee = duel_env.referee
+        assert isinstance(referee, Referee)
+        coder, tester = MutantCoder(p_mutant=1.0), BoundaryTester(sandbox=referee)
+        obs, info = env.reset(seed=0)
+        obs, *_, info = env.step(coder.act([obs], [info])[0])
+        obs, *_, info = env.step(tester.act([obs], [info])[0])
+        assert tester.runner.sandbox is referee.sandbox and not tester.runner.owns_sandbox
+        assert "rewards" in info
+        tester.close()  # leaves the referee's sandbox running
+        assert referee.sandbox.run([Job("x = 1", calls=("x",))])[0].calls[0].value == 1
+    finally:
+        env.close()
+    with pytest.raises(TypeError, match="Sandbox"):
+        BoundaryTester(sandbox="local")  # type: ignore[arg-type]
+
+
+def test_a_tester_that_cannot_start_a_sandbox_says_what_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refuse(name: str = "local", **kwargs: Any) -> Sandbox:
+        raise SandboxUnavailable(f"{name}: no worker could start (test)")
+
+    monkeypatch.setattr(sandbox_factory, "make_sandbox", refuse)
+    tester = RandomTester()
+    with pytest.raises(SandboxUnavailable) as caught:
+        tester.act([as_tester(THRESHOLD, "")], [{"problem": THRESHOLD}])
+    message = str(caught.value)
+    assert "RandomTester" in message and "make_sandbox('local') failed" in message
+    assert "no worker could start (test)" in message and "sandbox=" in message
+
+
+def hostile_problem(marker: Path, exit_at_import: bool) -> dict[str, Any]:
+    """A JSONL record whose GT writes ``marker``, taints builtins and may ``os._exit`` at import."""
+    body = [
+        "import builtins, os",
+        f"open({str(marker)!r}, 'w').write('host touched')",
+        "builtins.CODEA1_TAINTED = True",
+    ]
+    if exit_at_import:
+        body.append("os._exit(7)")
+    body += ["def f(x):", "    return 1 if x > 10 else 0"]
+    return {
+        "task_id": "hostile/marker",
+        "prompt": 'def f(x):\n    """Return 1 when x is above 10, else 0."""\n',
+        "entry_point": "f",
+        "canonical_solution": "\n".join(body) + "\n",
+        "tests": ["assert f(3) == 0", "assert f(20) == 1"],
+    }
+
+
+def test_a_hostile_gt_or_candidate_never_runs_in_the_host(sandbox: Sandbox, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    record = hostile_problem(marker, exit_at_import=False)
+    problem = Problem(
+        record["task_id"],
+        record["prompt"],
+        record["entry_point"],
+        record["canonical_solution"],
+        tests=tuple(record["tests"]),
+    )
+    obs = [as_tester(problem, record["canonical_solution"])]
+    for tester in (
+        BoundaryTester(),  # its own sandbox
+        RandomTester(sandbox=sandbox),
+        BoundaryTester(oracle=False, sandbox=sandbox),  # runs the (equally hostile) candidate
+    ):
+        with tester:
+            answer = tester.act(obs, [{"problem": problem}])[0]
+        assert asserts_of(answer) == []  # the GT failed at import: every input dropped
+    assert not marker.exists()
+    assert not hasattr(builtins, "CODEA1_TAINTED")
+
+
+HOSTILE_SCRIPT = """
+import json, sys
+import gymnasium as gym
+import codea1_env
+from codea1_env.scripted import BoundaryTester, MutantCoder, RoleRouter
+
+record, path = json.loads(sys.argv[1]), sys.argv[2]
+for source, options in (("bank", {"problem": record}), ("jsonl:" + path, None)):
+    env = gym.make("CodeTestDuel-v0", source=source)
+    for tester in (BoundaryTester(seed=0), BoundaryTester(seed=0, sandbox=env.unwrapped.referee)):
+        players = RoleRouter(MutantCoder(p_mutant=0.5, seed=0), tester)
+        for episode in range(2):
+            obs, info = env.reset(seed=episode, options=options)
+            assert info["task_id"] == "hostile/marker"
+            obs, _, _, _, info = env.step(players.act([obs], [info])[0])
+            obs, _, done, _, info = env.step(players.act([obs], [info])[0])
+            assert done and "rewards" in info
+        players.close()
+    env.close()
+print("caller survived")
+"""
+
+
+def test_quickstart_loop_on_a_hostile_problem_leaves_the_host_alone(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    record = hostile_problem(marker, exit_at_import=True)
+    data = tmp_path / "hostile.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(HOSTILE_SCRIPT), json.dumps(record), str(data)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "caller survived" in proc.stdout
+    assert not marker.exists()
