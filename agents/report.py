@@ -4,6 +4,12 @@
 present ``config.json``, ``summary.json``, ``duels.jsonl``) and writes into ``RUN_DIR/report/``
 (or another directory):
 
+Every curve is drawn as TensorBoard draws it: an exponential moving average (debiased, smoothing
+weight ``smoothing``, 0.6 by default; :func:`ema`) over the faint raw line; where ``summary.json``
+holds a ``before``/``after`` evaluation of a plotted metric, it is marked at the first and last
+step of that metric's curve (the evaluation runs on held-out problems, the curves are training
+rollouts: the markers say where the run started and ended, not a point of the curve).
+
 * ``rewards.png``: both players' rewards over RL steps;
 * ``pass_rate.png``: the coder's GT pass rate (and the share of codes passing every GT test);
 * ``tester_rates.png``: the tester's validity (``R_val``) and adversarial (``R_adv``) rates;
@@ -14,10 +20,17 @@ present ``config.json``, ``summary.json``, ``duels.jsonl``) and writes into ``RU
   before/after evaluation, the monitor's flags, and a table of example duels (problem, code,
   tests, verdicts).
 
-Example duels come from ``RUN_DIR/duels.jsonl`` (one JSON object per line with ``task_id``,
-``prompt``, ``code``, ``tests``, ``verdicts`` (list of ``{"test", "valid", "passed"}``),
-``coder_reward``, ``tester_reward``) or, when that file is absent, are played by
-:func:`play_example_duels` with the run's latest checkpoint (needs ``codea1[train]``).
+Example duels come from the run's duel logs, ``RUN_DIR/duels*.jsonl`` (one JSON object per line
+with ``task_id``, ``prompt``, ``code``, ``tests``, ``verdicts`` (list of ``{"test", "valid",
+"passed"}``, one per kept test), ``coder_reward``, ``tester_reward``) or, when there are none
+(the trainer itself logs only scalars: ``metrics.jsonl``, ``summary.json``, checkpoints), are
+played by :func:`play_example_duels` with the run's latest checkpoint (needs ``codea1[train]``).
+:func:`pick_duels` chooses the rows shown so that duels in which the tester broke the code (a
+kept test the code failed) are among them whenever the logs hold one; when they hold none, the
+table says so.
+
+Everything read from the run directory is data (``json`` only, nothing is executed) and every
+text put into the page is HTML-escaped: duel logs hold model-written code and tests.
 
 Plotting needs matplotlib (``pip install 'codea1[train]'``).
 """
@@ -33,7 +46,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PLOTS", "RunData", "load_run", "play_example_duels", "plot_run", "write_report"]
+__all__ = [
+    "DEFAULT_SMOOTHING",
+    "PLOTS",
+    "RunData",
+    "broke_the_code",
+    "ema",
+    "load_run",
+    "pick_duels",
+    "play_example_duels",
+    "plot_run",
+    "write_report",
+]
+
+DEFAULT_SMOOTHING = 0.6
+"""TensorBoard's default smoothing weight."""
+
+SHOWN_DUELS = 6
+"""Most example duels shown in the page."""
 
 PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("rewards", "Rewards", ("coder/reward", "tester/reward"), "reward"),
@@ -46,7 +76,12 @@ PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     (
         "tester_rates",
         "Tester validity and adversarial rates",
-        ("tester/validity", "tester/adversarial", "tester/valid_failure_rate"),
+        (
+            "tester/validity",
+            "tester/adversarial",
+            "tester/valid_failure_rate",
+            "tester/suites_with_failure",
+        ),
         "rate",
     ),
     ("mistake_book", "Mistake-book size", ("mistake_book/size",), "entries"),
@@ -120,7 +155,7 @@ def load_run(run_dir: str | Path) -> RunData:
         rows=rows,
         config=_read_json(root / "config.json"),
         summary=_read_json(root / "summary.json"),
-        duels=_read_jsonl(root / "duels.jsonl"),
+        duels=[d for path in sorted(root.glob("duels*.jsonl")) for d in _read_jsonl(path)],
     )
 
 
@@ -150,18 +185,70 @@ def _series(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], l
     return xs, ys
 
 
-def plot_run(rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str, Path]:
+def ema(values: Sequence[float], weight: float = DEFAULT_SMOOTHING) -> list[float]:
+    """TensorBoard's smoothing: a debiased exponential moving average of ``values``.
+
+    ``last = weight * last + (1 - weight) * value`` starting from ``last = 0``, and the ``i``-th
+    point (1-based) divided by ``1 - weight ** i`` so that the start is not pulled towards 0. A
+    constant series is returned unchanged (as TensorBoard does, free of rounding drift).
+
+    Args:
+        values: The raw points, in step order (finite numbers).
+        weight: Smoothing weight in ``[0, 1)``; 0 returns the raw values.
+
+    Raises:
+        ValueError: ``weight`` is outside ``[0, 1)``.
+
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    if all(v == values[0] for v in values):
+        return [float(v) for v in values]
+    smoothed: list[float] = []
+    last = 0.0
+    for i, value in enumerate(values, start=1):
+        last = last * weight + (1.0 - weight) * float(value)
+        smoothed.append(last / (1.0 - weight**i))
+    return smoothed
+
+
+def _evaluation(summary: Mapping[str, Any] | None, when: str, key: str) -> float | None:
+    table = (summary or {}).get(when)
+    value = table.get(key) if isinstance(table, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def plot_run(
+    rows: Sequence[Mapping[str, Any]],
+    out_dir: str | Path,
+    *,
+    smoothing: float = DEFAULT_SMOOTHING,
+    summary: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
     """Write one PNG per plot of :data:`PLOTS` that has data; returns ``{stem: path}``.
+
+    Args:
+        rows: ``metrics.jsonl`` rows, sorted by step.
+        out_dir: Where the PNGs go (created).
+        smoothing: The EMA weight of the drawn curves (see :func:`ema`); the raw values are the
+            faint line under each curve.
+        summary: ``summary.json``: each ``before``/``after`` value of a plotted metric is marked
+            at the first/last step of its curve.
 
     Raises:
         ImportError: matplotlib is missing (the message names the extra).
+        ValueError: ``smoothing`` is outside ``[0, 1)``.
 
     """
+    ema([0.0, 1.0], smoothing)  # validates the weight before anything is drawn
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
     except ImportError as exc:
         raise ImportError("codea1 report needs matplotlib: pip install 'codea1[train]'") from exc
     out = Path(out_dir)
@@ -172,14 +259,46 @@ def plot_run(rows: Sequence[Mapping[str, Any]], out_dir: str | Path) -> dict[str
         if not keys:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
-        for key in keys:
+        marked = {"before": False, "after": False}
+        for index, key in enumerate(keys):
             xs, ys = _series(rows, key)
-            ax.plot(xs, ys, marker="o" if len(xs) <= 30 else None, markersize=3, label=key)
+            if not xs:
+                continue
+            color = f"C{index % 10}"
+            ax.plot(xs, ys, color=color, alpha=0.25, linewidth=1.0)
+            ax.plot(xs, ema(ys, smoothing), color=color, linewidth=1.8, label=key)
+            for when, x, marker, face in (
+                ("before", xs[0], "o", "white"),
+                ("after", xs[-1], "*", color),
+            ):
+                value = _evaluation(summary, when, key)
+                if value is not None:
+                    ax.plot(
+                        [x],
+                        [value],
+                        linestyle="none",
+                        color=color,
+                        marker=marker,
+                        markerfacecolor=face,
+                        markersize=10,
+                        markeredgewidth=1.5,
+                        zorder=5,
+                    )
+                    marked[when] = True
+        handles, labels = ax.get_legend_handles_labels()
+        for when, marker, face in (("before", "o", "white"), ("after", "*", "0.4")):
+            if marked[when]:
+                proxy = Line2D([], [], color="0.4", marker=marker, markerfacecolor=face)
+                proxy.set_linestyle("none")
+                handles.append(proxy)
+                labels.append(f"eval {when} RL")
         ax.set_title(title)
         ax.set_xlabel("RL step")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
+        legend = ax.legend(handles, labels, fontsize=7, loc="best")
+        legend.set_title(f"smoothing {smoothing:g} (raw: faint)")
+        legend.get_title().set_fontsize(7)
         fig.tight_layout()
         path = out / f"{stem}.png"
         fig.savefig(path)
@@ -247,7 +366,7 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
     duels = []
     for problem, code, suite, judgement in zip(problems, codes, suites, judgements):
         verdicts = [
-            {"test": v.test, "valid": v.valid, "passed": v.passed}
+            {"test": v.test, "valid": v.valid, "passed": v.passed, "source": v.source}
             for row in judgement.suites
             for s in row
             for v in s.verdicts
@@ -267,6 +386,47 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
     return duels
 
 
+def _verdicts(duel: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    verdicts = duel.get("verdicts")
+    if not isinstance(verdicts, list):
+        return []
+    return [v for v in verdicts if isinstance(v, Mapping)]
+
+
+def broke_the_code(duel: Mapping[str, Any]) -> int:
+    """How many of the tester's kept tests the duel's code failed (0: the code survived).
+
+    A verdict counts when its ``passed`` is ``False`` and it is not a replayed mistake-book test
+    (``source`` ``"mistake_book"``): the tester's own test, with the GT's expectation, broke the
+    code. Kept tests whose written expectation was wrong count too: they are scored against the GT.
+    """
+    return sum(
+        1
+        for v in _verdicts(duel)
+        if v.get("passed") is False and v.get("source", "generated") != "mistake_book"
+    )
+
+
+def pick_duels(duels: Sequence[Mapping[str, Any]], n: int = SHOWN_DUELS) -> list[Mapping[str, Any]]:
+    """Choose up to ``n`` duels to show, in log order, with broken-code duels among them.
+
+    When the logs hold duels in which the tester broke the code (:func:`broke_the_code`), up to
+    half of the rows (at least one) are the latest of them; the other rows are the latest of the
+    remaining duels.
+    """
+    if n <= 0:
+        return []
+    indexed = list(enumerate(duels))
+    broken = [(i, d) for i, d in indexed if broke_the_code(d)]
+    chosen = broken[-max(1, n // 2) :] if broken else []
+    taken = {i for i, _ in chosen}
+    others = [(i, d) for i, d in indexed if i not in taken]
+    remaining = n - len(chosen)
+    if remaining > 0:
+        chosen += others[-remaining:]
+    return [d for _, d in sorted(chosen, key=lambda pair: pair[0])]
+
+
 # --------------------------------------------------------------------------------------------
 # HTML
 # --------------------------------------------------------------------------------------------
@@ -277,7 +437,8 @@ h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #
 table{border-collapse:collapse;font-size:.9em}td,th{border:1px solid #ccc;padding:4px 8px;
 vertical-align:top}th{background:#f3f3f3}pre{margin:0;white-space:pre-wrap;font-size:.85em;
 max-width:420px}.plots img{max-width:49%;margin:2px}.flag{color:#b00;font-weight:bold}
-.ok{color:#070}.pass{color:#070}.fail{color:#b00}
+.ok{color:#070}.pass{color:#070}.fail{color:#b00}.broke{color:#b00;font-size:.85em;margin:.3em 0}
+.note{font-style:italic;color:#555}
 """
 
 
@@ -314,38 +475,75 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _duels_html(duels: Sequence[Mapping[str, Any]], note: str) -> str:
+def _duels_html(duels: Sequence[Mapping[str, Any]], note: str, n: int = SHOWN_DUELS) -> str:
     if not duels:
-        return f"<p>No example duels: {html.escape(note)}</p>"
+        return (
+            f"<p>No example duels: {html.escape(note)}; so no duel in which a kept test "
+            "failed the code either.</p>"
+        )
+    shown = pick_duels(duels, n)
+    n_broken = sum(1 for d in duels if broke_the_code(d))
     lines = [
+        f"<p>{len(shown)} of {len(duels)} logged duels; the tester broke the code (a kept test "
+        f"failed) in {n_broken}.</p>",
         "<table><tr><th>problem</th><th>code</th><th>tests</th><th>verdicts</th>"
-        "<th>rewards</th></tr>"
+        "<th>rewards</th></tr>",
     ]
-    for duel in duels:
+    for duel in shown:
         verdicts = "<br>".join(
             f"<span class='{'pass' if v.get('passed') else 'fail'}'>"
             f"{'pass' if v.get('passed') else 'FAIL'}</span>"
-            f"{'' if v.get('valid') else ' (invalid, GT-corrected)'}: "
+            f"{'' if v.get('valid') else ' (invalid, GT-corrected)'}"
+            f"{' (mistake book)' if v.get('source') == 'mistake_book' else ''}: "
             f"<code>{html.escape(str(v.get('test', ''))[:160])}</code>"
-            for v in duel.get("verdicts", [])
+            for v in _verdicts(duel)
+        )
+        failed = broke_the_code(duel)
+        badge = (
+            f"<p class='broke'>tester broke the code: {failed} kept test"
+            f"{'s' if failed != 1 else ''} failed</p>"
+            if failed
+            else ""
         )
         rewards = (
             f"coder {_fmt(duel.get('coder_reward'))}<br>tester {_fmt(duel.get('tester_reward'))}"
             f"<br>GT pass {_fmt(duel.get('gt_pass_rate'))}"
         )
         lines.append(
-            f"<tr><td><b>{html.escape(str(duel.get('task_id', '')))}</b>"
+            f"<tr><td><b>{html.escape(str(duel.get('task_id', '')))}</b>{badge}"
             f"<pre>{html.escape(str(duel.get('prompt', ''))[:600])}</pre></td>"
             f"<td><pre>{html.escape(str(duel.get('code', ''))[:1500])}</pre></td>"
             f"<td><pre>{html.escape(str(duel.get('tests', ''))[:1500])}</pre></td>"
             f"<td>{verdicts or '-'}</td><td>{rewards}</td></tr>"
         )
+    if not n_broken:
+        lines.append(
+            "<tr><td colspan='5' class='note'>No logged duel in which a kept test failed the "
+            f"code: in all {len(duels)} duels the code passed every kept test of the tester "
+            "(or the suite kept none).</td></tr>"
+        )
     lines.append("</table>")
     return "\n".join(lines)
 
 
-def render_html(data: RunData, plots: Mapping[str, Path], duels_note: str = "none recorded") -> str:
-    """The self-contained page (plots embedded as base64 PNG data URIs)."""
+def render_html(
+    data: RunData,
+    plots: Mapping[str, Path],
+    duels_note: str = "none recorded",
+    *,
+    shown_duels: int = SHOWN_DUELS,
+    smoothing: float = DEFAULT_SMOOTHING,
+) -> str:
+    """The self-contained page (plots embedded as base64 PNG data URIs).
+
+    Args:
+        data: The run.
+        plots: ``{stem: PNG path}`` from :func:`plot_run`.
+        duels_note: Why there are no example duels, when there are none.
+        shown_duels: Most example duels in the table (see :func:`pick_duels`).
+        smoothing: The EMA weight the plots were drawn with (named in the page).
+
+    """
     rows = data.rows
     last = rows[-1] if rows else {}
     title = f"codea1 run {data.run_dir.name}"
@@ -383,10 +581,14 @@ def render_html(data: RunData, plots: Mapping[str, Path], duels_note: str = "non
 <style>{_CSS}</style></head><body>
 <h1>{html.escape(title)}</h1>
 <p>{html.escape(setup)}; {len(rows)} logged steps (last: {last.get("step", "-")}).</p>
-<h2>Plots</h2><div class="plots">{images or "<p>No metrics to plot.</p>"}</div>
+<h2>Plots</h2>
+<p>Curves: exponential moving average (TensorBoard's debiased EMA, smoothing {smoothing:g}) over
+the faint raw values. Markers: the held-out evaluation before RL (open circle, first step) and
+after RL (star, last step) from summary.json.</p>
+<div class="plots">{images or "<p>No metrics to plot.</p>"}</div>
 <h2>Reward-hacking monitor</h2>{monitor}
 <h2>Evaluation before and after RL</h2>{_summary_html(data.summary)}
-<h2>Example duels</h2>{_duels_html(data.duels, duels_note)}
+<h2>Example duels</h2>{_duels_html(data.duels, duels_note, shown_duels)}
 <h2>Last step</h2><table>{headline}</table>
 </body></html>
 """
@@ -397,25 +599,36 @@ def write_report(
     out_dir: str | Path | None = None,
     *,
     duels: int = 4,
+    smoothing: float = DEFAULT_SMOOTHING,
+    shown_duels: int = SHOWN_DUELS,
 ) -> Path:
     """Write the PNG plots and ``report.html`` for a run; returns the HTML path.
 
     Args:
         run_dir: The run directory.
         out_dir: Where to write (default ``RUN_DIR/report``).
-        duels: Example duels to play with the latest checkpoint when the run recorded none
-            (0: do not play).
+        duels: Example duels to show when the run logged none: twice as many are played with
+            the latest checkpoint, and :func:`pick_duels` keeps ``duels`` of them, broken-code
+            duels first (0: do not play).
+        smoothing: EMA weight of the curves, in ``[0, 1)`` (see :func:`ema`).
+        shown_duels: Most logged duels shown in the table.
+
+    Raises:
+        FileNotFoundError: not a run directory.
+        ValueError: ``smoothing`` is outside ``[0, 1)``.
 
     """
     data = load_run(run_dir)
     out = Path(out_dir) if out_dir is not None else data.run_dir / "report"
-    plots = plot_run(data.rows, out)
-    note = "the run recorded no duels.jsonl"
+    plots = plot_run(data.rows, out, smoothing=smoothing, summary=data.summary)
+    note = "the run logged no duels (no duels*.jsonl)"
     if not data.duels and duels > 0:
         try:
-            data.duels = play_example_duels(data.run_dir, duels)
+            data.duels = play_example_duels(data.run_dir, 2 * duels)
+            shown_duels = duels
         except (ImportError, ValueError, FileNotFoundError, KeyError) as exc:
-            note = f"the run recorded no duels.jsonl and none could be played ({exc})"
+            note = f"the run logged no duels (no duels*.jsonl) and none could be played ({exc})"
     page = out / "report.html"
-    page.write_text(render_html(data, plots, note), encoding="utf-8")
+    html_text = render_html(data, plots, note, shown_duels=shown_duels, smoothing=smoothing)
+    page.write_text(html_text, encoding="utf-8")
     return page

@@ -2,7 +2,7 @@
 
 Example::
 
-    codea1 report runs/tiny__code-a1__0__1700000000 --duels 4
+    codea1 report runs/tiny__code-a1__0__1700000000 --duels 4 --smoothing 0.8
 
 Writes ``RUN_DIR/report/*.png`` and ``RUN_DIR/report/report.html`` (or ``--out DIR``).
 """
@@ -11,6 +11,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+from agents.report import DEFAULT_SMOOTHING
+
+
+def _smoothing(text: str) -> float:
+    """Parse ``--smoothing``: a number in ``[0, 1)``."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}") from exc
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
+    return value
+
 
 __all__ = ["add_arguments", "run"]
 
@@ -26,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="example duels to play with the latest checkpoint when the run recorded none "
         "(0: none; default 4)",
     )
+    parser.add_argument(
+        "--smoothing",
+        type=_smoothing,
+        default=DEFAULT_SMOOTHING,
+        help="EMA smoothing weight of the curves, in [0, 1), as TensorBoard's slider "
+        f"(0: raw values; default {DEFAULT_SMOOTHING})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from agents.report import load_run, monitor_flags, write_report
 
     try:
-        page = write_report(args.run_dir, args.out, duels=args.duels)
+        page = write_report(args.run_dir, args.out, duels=args.duels, smoothing=args.smoothing)
     except FileNotFoundError as exc:
         print(f"codea1 report: {exc}", file=sys.stderr)
         return 2

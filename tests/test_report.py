@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agents import report_cli
-from agents.report import load_run, monitor_flags, plot_run, write_report
+from agents.report import (
+    broke_the_code,
+    ema,
+    load_run,
+    monitor_flags,
+    pick_duels,
+    plot_run,
+    write_report,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -95,3 +104,141 @@ def test_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "6 plots" in out and "monitor/early_exit=2" in out
     assert report_cli.run(parser.parse_args([str(tmp_path / "nope")])) == 2
+
+
+# --- smoothing and before/after markers ----------------------------------------------------------
+
+
+def test_ema_is_tensorboards_debiased_moving_average() -> None:
+    # By hand, weight 0.6: last = 0.4 * 1 = 0.4, / (1 - 0.6) = 1.0;
+    # last = 0.6 * 0.4 + 0.4 * 0 = 0.24, / (1 - 0.36) = 0.375;
+    # last = 0.6 * 0.24 + 0.4 * 1 = 0.544, / (1 - 0.216) = 0.693877...
+    assert ema([1.0, 0.0, 1.0], 0.6) == pytest.approx([1.0, 0.375, 0.544 / 0.784])
+    # weight 0.9 on 0, 10: 1.0 / 0.19 = 5.263...
+    assert ema([0.0, 10.0], 0.9) == pytest.approx([0.0, 1.0 / 0.19])
+    assert ema([3.0, 1.0, 2.0], 0.0) == [3.0, 1.0, 2.0]  # no smoothing: the raw values
+    assert ema([0.7] * 5) == [0.7] * 5  # a constant series stays exactly constant
+    for weight in (-0.1, 1.0, 1.5):
+        with pytest.raises(ValueError, match="smoothing"):
+            ema([1.0, 2.0], weight)
+
+
+def test_plotted_curves_are_smoothed_over_raw_with_eval_markers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from matplotlib.axes import Axes
+
+    calls: list[tuple[Axes, list[float], list[float], dict[str, Any]]] = []
+    original = Axes.plot
+
+    def spy(self: Axes, *args: Any, **kwargs: Any) -> Any:
+        calls.append((self, list(args[0]), list(args[1]), kwargs))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "plot", spy)
+    data = load_run(_fake_run(tmp_path / "run"))
+    summary = {
+        "before": {"coder/reward": 0.05, "tester/validity": 0.6},
+        "after": {"coder/reward": 0.7, "tester/suites_with_failure": 0.5},  # the last: no curve
+    }
+    plot_run(data.rows, tmp_path / "out", smoothing=0.5, summary=summary)
+    drawn = [(ax.get_title(), xs, ys, kw) for ax, xs, ys, kw in calls]  # titles set after lines
+    rewards = [(xs, ys, kw) for title, xs, ys, kw in drawn if title == "Rewards"]
+    raw = [0.1 * step for step in range(1, 7)]
+    by_hand, last = [], 0.0
+    for i, value in enumerate(raw, start=1):
+        last = 0.5 * last + 0.5 * value
+        by_hand.append(last / (1 - 0.5**i))
+    assert by_hand[:2] == pytest.approx([0.1, (0.5 * 0.05 + 0.5 * 0.2) / 0.75])
+    coder_lines = [(ys, kw) for xs, ys, kw in rewards if kw.get("color") == "C0"]
+    (raw_ys, raw_kw), (smooth_ys, smooth_kw), *markers = coder_lines
+    assert raw_ys == pytest.approx(raw) and raw_kw["alpha"] < 0.5  # the faint raw line
+    assert smooth_ys == pytest.approx(by_hand) and smooth_kw["label"] == "coder/reward"
+    points = {(kw["marker"], xs[0], ys[0]) for xs, ys, kw in rewards if "marker" in kw}
+    assert points == {("o", 1.0, 0.05), ("*", 6.0, 0.7)}  # first and last step of the metric
+    assert len(markers) == 2
+    tester = [(xs, ys, kw) for title, xs, ys, kw in drawn if title.startswith("Tester")]
+    rates = {(kw["marker"], xs[0], ys[0]) for xs, ys, kw in tester if "marker" in kw}
+    assert rates == {("o", 1.0, 0.6)}  # tester/suites_with_failure has no curve to mark
+
+
+# --- example duels -------------------------------------------------------------------------------
+
+
+def _duel(task_id: str, passed: list[bool], source: str = "generated") -> dict[str, Any]:
+    return {
+        "task_id": task_id,
+        "prompt": f"def {task_id.split('/')[-1]}(x):",
+        "code": "def f(x):\n    return x",
+        "tests": "\n".join(f"assert f({i}) == {i}" for i in range(len(passed))),
+        "verdicts": [
+            {"test": f"assert f({i}) == {i}", "valid": True, "passed": p, "source": source}
+            for i, p in enumerate(passed)
+        ],
+        "coder_reward": sum(passed) / max(len(passed), 1),
+        "tester_reward": 0.25,
+    }
+
+
+def test_pick_duels_shows_a_broken_code_duel_when_the_logs_hold_one() -> None:
+    duels = [_duel(f"bank/ok{i}", [True, True]) for i in range(10)]
+    duels.insert(2, _duel("bank/broken", [True, False, False]))
+    duels.append(_duel("bank/replayed", [False], source="mistake_book"))  # not the tester's test
+    assert broke_the_code(duels[2]) == 2 and broke_the_code(duels[-1]) == 0
+    assert broke_the_code({"verdicts": "garbage"}) == 0
+    shown = pick_duels(duels, 4)
+    assert len(shown) == 4 and shown[0]["task_id"] == "bank/broken"  # in log order
+    assert [d["task_id"] for d in shown[1:]] == ["bank/ok8", "bank/ok9", "bank/replayed"]
+    assert pick_duels(duels, 1) == [duels[2]]
+    assert pick_duels(duels, 0) == []
+    assert [d["task_id"] for d in pick_duels(duels[3:], 2)] == ["bank/ok9", "bank/replayed"]
+
+
+def test_report_table_holds_the_broken_duel_and_says_when_there_is_none(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path / "run")
+    logged = [_duel(f"bank/ok{i}", [True]) for i in range(20)]
+    logged.insert(5, _duel("bank/broken", [True, False]))
+    (run / "duels.jsonl").write_text("".join(json.dumps(d) + "\n" for d in logged))
+    text = write_report(run, duels=0, shown_duels=3).read_text()
+    assert "bank/broken" in text and "tester broke the code: 1 kept test failed" in text
+    assert "3 of 21 logged duels; the tester broke the code (a kept test failed) in 1" in text
+    assert "bank/ok0<" not in text  # only the picked rows are shown
+    assert "No logged duel in which a kept test failed" not in text
+    (run / "duels.jsonl").write_text("".join(json.dumps(d) + "\n" for d in logged[:5]))
+    text = write_report(run, duels=0).read_text()
+    assert "No logged duel in which a kept test failed the code: in all 5 duels" in text
+    assert "tester broke the code:" not in text
+
+
+def test_report_escapes_model_text(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path / "run")
+    evil = _duel("bank/<script>alert(1)</script>", [False])
+    evil["code"] = "</pre><script>alert(2)</script>"
+    (run / "duels.jsonl").write_text(json.dumps(evil) + "\n")
+    text = write_report(run, duels=0).read_text()
+    assert "<script>" not in text and "&lt;script&gt;alert(2)" in text
+
+
+def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import agents.report as report
+
+    seen: list[float] = []
+    original = report.ema
+
+    def spy(values: Any, weight: float = report.DEFAULT_SMOOTHING) -> list[float]:
+        seen.append(weight)
+        return original(values, weight)
+
+    monkeypatch.setattr(report, "ema", spy)
+    parser = argparse.ArgumentParser()
+    report_cli.add_arguments(parser)
+    run = _fake_run(tmp_path / "run")
+    assert parser.parse_args([str(run)]).smoothing == 0.6  # TensorBoard's default
+    assert report_cli.run(parser.parse_args([str(run), "--duels", "0", "--smoothing", "0.9"])) == 0
+    assert seen and set(seen) == {0.9}
+    for path in (run / "report").glob("*.png"):
+        assert path.read_bytes()[:8] == PNG_MAGIC
+    assert {p.stem for p in (run / "report").glob("*.png")} >= {"rewards", "pass_rate"}
+    for bad in ("1", "-0.5", "x"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([str(run), "--smoothing", bad])
