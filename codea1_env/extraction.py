@@ -133,7 +133,8 @@ class ParsedIOPairs:
     """The result of :func:`parse_io_pairs`.
 
     Attributes:
-        pairs: Accepted pairs, in order, without duplicate inputs, at most ``max_cases``.
+        pairs: Accepted pairs, in order, at most ``max_cases``; a repeated input is kept here
+            (the referee's grading counts it as a duplicate: invalid, not kept).
         rejected: Blocks that did not become pairs (``line`` is the block's header line).
         reason: ``""`` when at least one pair was found, else ``"empty"`` or ``"no_pairs"``.
 
@@ -166,7 +167,6 @@ def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) ->
     sections = _fenced_io_sections(text) or _header_io_sections(text)
     pairs: list[IOPair] = []
     rejected: list[Rejected] = []
-    seen: set[str] = set()
     pending: tuple[int, str] | None = None
     for line, kind, body in sections:
         if kind == "input":
@@ -179,12 +179,9 @@ def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) ->
             continue
         in_line, stdin = pending
         pending = None
-        if stdin in seen:
-            rejected.append(Rejected(in_line, _clip(stdin), "duplicate"))
-        elif len(pairs) >= max_cases:
+        if len(pairs) >= max_cases:
             rejected.append(Rejected(in_line, _clip(stdin), "too_many"))
         else:
-            seen.add(stdin)
             pairs.append(IOPair(stdin, body))
     if pending is not None:
         rejected.append(Rejected(pending[0], _clip(pending[1]), "missing_output"))

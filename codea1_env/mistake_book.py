@@ -1,10 +1,13 @@
 """The mistake book: per problem, the GT-corrected tests that broke candidates, with frequencies.
 
-Code-A1's semantics: a valid generated test that a candidate failed gets ``frequency + 1`` (new
-entries start at 1); a stored test that a candidate passed gets ``frequency - 1`` and is removed
-at 0; the top 8 entries by frequency are replayed against every candidate the next time the
-problem comes up. Entries are keyed by ``(problem_id, call)``; the stored expectation is the GT's
-plain value for the call (the first one recorded; GT values are deterministic).
+Code-A1's semantics (DESIGN.md rules 5 and 8, as the authors' ``MistakeBook.update`` does it): one
+update per problem per step, over the step's valid codes of that problem, in two phases: first
+``frequency - 1`` for every (code, replayed test) that passed, an entry at 0 or below being
+removed; then ``frequency + 1`` for every (code, suite, kept test) that failed, a new entry
+starting at 1 after the existing ones. The top 8 entries by frequency (ties: oldest first) are
+replayed against every candidate the next time the problem comes up. Entries are keyed by
+``(problem_id, call)``; the stored expectation is the GT's plain value for the call (the first one
+recorded; GT values are deterministic, so this is the authors' key ``assert CALL == repr(GT)``).
 
 Two implementations share the :class:`MistakeBook` interface:
 
@@ -87,14 +90,17 @@ class BookEntry:
         return f"assert {self.call} == {plain.to_source(self.expected)}"
 
 
-def _net_deltas(
-    failed: Iterable[tuple[str, Any]], passed: Iterable[str]
-) -> list[tuple[str, str | None, int]]:
-    """Sum the updates of one :meth:`MistakeBook.apply` per call.
+Update = tuple[str, str | None, int, int]
+"""``(call, encoded expected or None, decrements, increments)`` for one call of one update."""
+
+
+def _updates(failed: Iterable[tuple[str, Any]], passed: Iterable[str]) -> list[Update]:
+    """Count the decrements and increments of one :meth:`MistakeBook.apply` per call.
 
     Returns:
-        ``(call, encoded expected or None, delta)`` in order of first appearance, failed calls
-        first. Raises ValueError for a non-plain expected value or a non-str call.
+        One :data:`Update` per call, failed calls first in order of first appearance (the order
+        in which new entries are added), then calls that only passed. Raises ValueError for a
+        non-plain expected value or a non-str call.
 
     """
     order: dict[str, list[Any]] = {}
@@ -108,13 +114,13 @@ def _net_deltas(
             raise ValueError(
                 f"mistake book: expected value of {call!r} is not plain: {exc}"
             ) from None
-        slot = order.setdefault(call, [encoded, 0])
-        slot[1] += 1
+        slot = order.setdefault(call, [encoded, 0, 0])
+        slot[2] += 1
     for call in passed:
         if not isinstance(call, str):
             raise ValueError(f"mistake book: call must be a str, got {type(call).__name__}")
-        order.setdefault(call, [None, 0])[1] -= 1
-    return [(call, enc, delta) for call, (enc, delta) in order.items() if delta]
+        order.setdefault(call, [None, 0, 0])[1] += 1
+    return [(call, enc, minus, plus) for call, (enc, minus, plus) in order.items()]
 
 
 class MistakeBook(abc.ABC):
@@ -127,8 +133,12 @@ class MistakeBook(abc.ABC):
         """``(call, encoded expected, frequency)`` in ranking order, at most ``limit``."""
 
     @abc.abstractmethod
-    def _apply_deltas(self, problem_id: str, deltas: list[tuple[str, str | None, int]]) -> None:
-        """Apply summed deltas atomically; remove entries at <= 0."""
+    def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
+        """Apply the updates atomically, per call: decrements, then increments.
+
+        Decrements remove an entry at <= 0; increments re-add a removed entry, or add a new one,
+        at the end of the insertion order.
+        """
 
     @abc.abstractmethod
     def _upsert(self, rows: list[tuple[str, str, str, int]]) -> None:
@@ -171,10 +181,12 @@ class MistakeBook(abc.ABC):
     ) -> None:
         """Record one step's outcomes for ``problem_id`` in one atomic transaction.
 
-        Updates are summed per call: ``frequency += (#occurrences in failed) - (#occurrences
-        in passed)``. A call not yet stored is added (with its expected value and the net count
-        as frequency) only when that net count is positive; entries that reach 0 or less are
-        removed. An existing entry keeps its stored expected value.
+        The authors' order (rule 8): first ``frequency -= 1`` for each occurrence in ``passed``
+        (calls not stored are ignored; an entry that reaches 0 or less is removed), then
+        ``frequency += 1`` for each occurrence in ``failed`` (a call not stored, or just removed,
+        is added with frequency 1 after every existing entry, in order of first appearance). So
+        an entry at 1 that is passed twice and failed once ends at 1 *as a new entry*; an
+        existing entry keeps its stored expected value.
 
         Args:
             problem_id: The problem.
@@ -187,9 +199,9 @@ class MistakeBook(abc.ABC):
                 is changed.
 
         """
-        deltas = _net_deltas(failed, passed)
-        if deltas:
-            self._apply_deltas(str(problem_id), deltas)
+        updates = _updates(failed, passed)
+        if updates:
+            self._apply_updates(str(problem_id), updates)
 
     def remove(self, problem_id: str, calls: Iterable[str]) -> int:
         """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""
@@ -365,18 +377,23 @@ class InMemoryMistakeBook(MistakeBook):
             )
             return [(call, enc, freq) for call, (enc, freq, _) in rows[:limit]]
 
-    def _apply_deltas(self, problem_id: str, deltas: list[tuple[str, str | None, int]]) -> None:
+    def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         with self._lock:
             book = self._data.setdefault(problem_id, {})
-            for call, encoded, delta in deltas:
+            for call, encoded, minus, plus in updates:
                 entry = book.get(call)
-                if entry is not None:
-                    entry[1] += delta
+                if entry is not None and minus:
+                    entry[1] -= minus
                     if entry[1] <= 0:
                         del book[call]
-                elif delta > 0 and encoded is not None:
+                        entry = None
+                if not plus:
+                    continue
+                if entry is not None:
+                    entry[1] += plus
+                elif encoded is not None:
                     self._counter += 1
-                    book[call] = [encoded, delta, self._counter]
+                    book[call] = [encoded, plus, self._counter]
             if not book:
                 del self._data[problem_id]
 
@@ -520,25 +537,26 @@ class SqliteMistakeBook(MistakeBook):
             )
             return [(str(c), str(e), int(f)) for c, e, f in rows.fetchall()]
 
-    def _apply_deltas(self, problem_id: str, deltas: list[tuple[str, str | None, int]]) -> None:
+    def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         with self._transaction() as cur:
-            for call, encoded, delta in deltas:
-                if delta > 0 and encoded is not None:
+            for call, encoded, minus, plus in updates:
+                if minus:
+                    cur.execute(
+                        "UPDATE entries SET frequency = frequency - ? "
+                        "WHERE problem_id = ? AND call = ?",
+                        (minus, problem_id, call),
+                    )
+                    cur.execute(
+                        "DELETE FROM entries WHERE problem_id = ? AND call = ? AND frequency <= 0",
+                        (problem_id, call),
+                    )
+                if plus and encoded is not None:
                     cur.execute(
                         "INSERT INTO entries (problem_id, call, expected, frequency) "
                         "VALUES (?, ?, ?, ?) ON CONFLICT (problem_id, call) "
                         "DO UPDATE SET frequency = frequency + excluded.frequency",
-                        (problem_id, call, encoded, delta),
+                        (problem_id, call, encoded, plus),
                     )
-                else:
-                    cur.execute(
-                        "UPDATE entries SET frequency = frequency + ? "
-                        "WHERE problem_id = ? AND call = ?",
-                        (delta, problem_id, call),
-                    )
-            cur.execute(
-                "DELETE FROM entries WHERE problem_id = ? AND frequency <= 0", (problem_id,)
-            )
 
     def _upsert(self, rows: list[tuple[str, str, str, int]]) -> None:
         with self._transaction() as cur:

@@ -63,7 +63,8 @@ Tests (one count per *test*, rate ``count / tests``):
     (``trivial:copied_from_prompt``, ``trivial:always_passes``); ``trivial:self_referential``
     counts as a tautology.
 ``monitor/duplicate_input``
-    Asserts the parser rejected as ``"duplicate"`` (the same call again).
+    Tests whose call, as written, repeats an earlier test's call in the same suite (graded as
+    duplicates: invalid, not kept).
 ``monitor/no_entry_point_call``
     Asserts that do not call the entry point at all (``assert True``, ``assert 1 == 1``,
     ``assert g(1) == 2``: parser reasons ``"wrong_function"``, ``"no_call"``,
@@ -421,17 +422,19 @@ def scan_suite(
     expected = [_normal(case.expected) for case in cases]
     if len(cases) >= 2 and len(set(expected)) == 1:
         counts.trivial_constant = len(cases)
+    seen: set[str] = set()
     for case in cases:
         if _normal(case.call) in _normal_parts(case.expected, entry_point):
             counts.trivial_tautology += 1
+        if case.key in seen:
+            counts.duplicate_input += 1
+        seen.add(case.key)
     for item in rejected:
         reason, source = _reason_and_source(item)
         if reason in ("syntax_error", "not_assert", "too_many", "too_long", "shadows_entry_point"):
             continue
         counts.tests += 1
-        if reason == "duplicate":
-            counts.duplicate_input += 1
-        elif reason == "trivial:self_referential":
+        if reason == "trivial:self_referential":
             counts.trivial_tautology += 1
         elif reason.startswith("trivial:"):
             counts.trivial_filtered += 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -29,6 +30,9 @@ __all__ = [
     "is_plain",
     "loads",
     "to_source",
+    "EQUALITIES",
+    "equality",
+    "python_equal",
     "values_equal",
 ]
 
@@ -188,6 +192,32 @@ def values_equal(a: Any, b: Any, *, rel_tol: float = 1e-9, abs_tol: float = 1e-1
     if ta in (set, frozenset):
         return bool(a == b) and {type(x) for x in a} == {type(x) for x in b}
     return bool(a == b)
+
+
+def python_equal(a: Any, b: Any) -> bool:
+    """Python's ``a == b`` on two decoded plain values (the authors' comparison).
+
+    ``1 == 1.0 == True``, ``[1] != (1,)``, ``nan != nan``, floats compare exactly. Both values
+    are plain data decoded in the trusted parent, so no user-defined ``__eq__`` runs; a
+    comparison that cannot complete (a structure nested past the recursion limit) is unequal.
+    """
+    try:
+        return bool(a == b)
+    except (RecursionError, MemoryError, TypeError, ValueError):
+        return False
+
+
+EQUALITIES = ("python", "strict")
+"""Names of the value comparisons: :func:`python_equal` and :func:`values_equal`."""
+
+
+def equality(name: str) -> Callable[[Any, Any], bool]:
+    """The comparison called ``name`` (``"python"`` or ``"strict"``, see :data:`EQUALITIES`)."""
+    if name == "python":
+        return python_equal
+    if name == "strict":
+        return values_equal
+    raise ValueError(f"equality must be one of {EQUALITIES}, got {name!r}")
 
 
 def _key_in(mapping: dict[Any, Any], key: Any) -> Any:

@@ -14,13 +14,16 @@ One judgement, step by step (Code-A1 semantics, see DESIGN.md):
    expression that is not a plain literal, and on the problem's GT tests; each candidate on the
    distinct calls of all its suites, the replayed mistake-book tests and the GT tests. GT results
    are cached per (GT program, call), so a call is run on the GT once per referee.
-3. Grade each suite against the GT (:func:`~codea1_env.testcases.grade_suite`): calls the GT
-   cannot run and duplicates are dropped, wrong expectations are replaced by the GT's value and
-   the test is kept but counted invalid, at most K tests are kept.
+3. Grade each suite against the GT (:func:`~codea1_env.testcases.grade_suite`, rule 2): calls
+   the GT cannot run and duplicates are invalid and not kept; every other test is kept with the
+   GT's value as its expectation, and counted invalid too when the tester's expectation was wrong.
+   No cap at K: every kept test runs against the candidate.
 4. Compare each candidate value with the GT value in this (trusted) process with
-   :func:`~codea1_env.plain.values_equal`; the untrusted process never sees an expected value.
-5. Score with :mod:`codea1_env.rewards` and, when asked, update the mistake book: +1 for each valid
-   generated test a compiled candidate failed, -1 for each replayed test a candidate passed.
+   the configured equality (:attr:`RewardConfig.equality`: Python's ``==`` by default, as the
+   authors compare); the untrusted process never sees an expected value.
+5. Score with :mod:`codea1_env.rewards` (rules 3-7) and, when asked, update the mistake book once
+   per problem (rule 8): first -1 for every (valid code, replayed test) that passed, then +1 for
+   every (valid code, suite, kept test) that failed.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ __all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
 _GT_CACHE_SIZE = 200_000
 _CALLS_PER_JOB = 48
-_MAX_CASES_FACTOR = 4
+_MAX_CASES_FACTOR = 8
+"""At most ``8 * K`` asserts of a suite are read (64 for K = 8); later ones are ignored."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,10 @@ class TestVerdict:
         status: How the candidate's call ended (``"ok"``, ``"exception"``, ``"timeout"``, ...).
         error: The candidate's error, if any (truncated).
         source: ``"generated"``, ``"mistake_book"`` or ``"gt"``.
+        agrees_with_tester: The candidate's value equals the value the TESTER claimed (its own
+            expected expression, before GT correction): what a test "passes" means when the GT
+            is not known, as in best-of-N selection or CURE's p00. Equals ``passed`` for a valid
+            test; False when the claim did not evaluate.
 
     """
 
@@ -88,6 +96,7 @@ class TestVerdict:
     status: str
     error: str = ""
     source: str = "generated"
+    agrees_with_tester: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,6 +111,8 @@ class SuiteVerdict:
         parse_reason: Why nothing was parsed (``""`` when something was).
         coder_pair_reward: The code's reward against this suite.
         tester: The tester's reward for this suite.
+        n_invalid: Invalid tests (rule 3): the grading's, plus those whose arguments did not
+            evaluate or that the optional quality filter removed.
 
     """
 
@@ -111,6 +122,12 @@ class SuiteVerdict:
     parse_reason: str
     coder_pair_reward: float
     tester: TesterReward
+    n_invalid: int = 0
+
+    @property
+    def n_kept(self) -> int:
+        """Kept tests (rule 3)."""
+        return self.grading.n_kept if self.grading is not None else 0
 
 
 @dataclass(frozen=True)
@@ -125,6 +142,7 @@ class Judgement:
         tester_details: ``[code][suite]`` tester rewards and their parts.
         suites: ``[code][suite]`` per-suite verdicts.
         mistake_book: Per code, verdicts on the replayed mistake-book tests.
+        gt_tests: Per code, verdicts on the problem's GT tests that the GT itself passes.
         compiled: Per code, whether the program's top level ran.
         code_errors: Per code, why it did not compile/run (``""`` when it did).
         metrics: Aggregates for logging.
@@ -138,6 +156,7 @@ class Judgement:
     tester_details: tuple[tuple[TesterReward, ...], ...]
     suites: tuple[tuple[SuiteVerdict, ...], ...] = ()
     mistake_book: tuple[tuple[TestVerdict, ...], ...] = ()
+    gt_tests: tuple[tuple[TestVerdict, ...], ...] = ()
     compiled: tuple[bool, ...] = ()
     code_errors: tuple[str, ...] = ()
     metrics: dict[str, float] = field(default_factory=dict)
@@ -172,6 +191,8 @@ class _Plan:
     # per candidate: the ordered distinct calls and their job index in the batch
     cand_calls: list[list[str]] = field(default_factory=list)
     cand_jobs: list[int] = field(default_factory=list)
+    # limits of this problem's candidate jobs (the referee's when None)
+    limits: Limits | None = None
 
 
 class Referee:
@@ -206,6 +227,7 @@ class Referee:
         self.mistake_book: MistakeBook = (
             mistake_book if mistake_book is not None else InMemoryMistakeBook()
         )
+        self._equal = plain.equality(self.reward_config.equality)
         self._gt_cache: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
         self._lock = threading.Lock()
         self.stats: dict[str, float] = {"sandbox_seconds": 0.0, "jobs": 0.0, "calls": 0.0}
@@ -263,9 +285,26 @@ class Referee:
         batch: Sequence[tuple[Problem, Sequence[str], Sequence[Sequence[str]]]],
         *,
         update_book: bool = True,
+        candidate_limits: Sequence[Limits | None] | None = None,
     ) -> list[Judgement]:
-        """Score several problems with one sandbox call (see :meth:`judge`)."""
+        """Score several problems with one sandbox call (see :meth:`judge`).
+
+        Args:
+            batch: ``(problem, codes, suites)`` items, as :meth:`judge` takes them. The same
+                problem may appear in several items (each is scored on its own; GT runs are
+                shared).
+            update_book: Apply the judgements' mistake-book updates.
+            candidate_limits: Per item, the limits of its candidate jobs (None: the referee's);
+                the evaluator runs the GT's mutants under shorter call timeouts this way.
+
+        """
+        if candidate_limits is not None and len(candidate_limits) != len(batch):
+            raise ValueError(
+                f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
+            )
         plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
+        for plan, item_limits in zip(plans, candidate_limits or ()):
+            plan.limits = item_limits
         inputs_seconds = self._materialize(plans)
         jobs: list[Job] = []
         gt_slots: list[tuple[str, list[str], int]] = []  # (program, keys, job index)
@@ -350,7 +389,7 @@ class Referee:
             stale = [
                 e.call
                 for e, call in zip(entries, result.calls)
-                if not (call.ok and _same(call.value, e.expected, stdio))
+                if not (call.ok and self._same(call.value, e.expected, stdio))
             ]
             if stale:
                 dropped += self.mistake_book.remove(problem.task_id, stale)
@@ -391,7 +430,9 @@ class Referee:
         if stdio:
             gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
         else:
-            gt_cases = list(parse_tests("\n".join(problem.tests), problem.entry_point).cases)
+            gt_cases = list(
+                parse_tests("\n".join(problem.tests), problem.entry_point, inline="anywhere").cases
+            )
         return _Plan(problem, programs, errors, parsed, book, gt_cases)
 
     def _filter_trivial(self, suite: _Parsed, problem: Problem) -> None:
@@ -417,7 +458,9 @@ class Referee:
             io = parse_io_pairs(text, max_cases=max_cases)
             rejected = [(r.line, r.reason, r.source) for r in io.rejected]
             return _Parsed(text, list(io.pairs), rejected, io.reason)
-        tests = parse_tests(text, problem.entry_point, max_cases=max_cases)
+        tests = parse_tests(
+            text, problem.entry_point, max_cases=max_cases, inline=self.reward_config.inline
+        )
         rejected = [(r.line, r.reason, r.source) for r in tests.rejected]
         return _Parsed(text, list(tests.cases), rejected, tests.reason)
 
@@ -475,7 +518,7 @@ class Referee:
                                     (case.line, f"bad_arguments: {reason[:120]}", case.source[:200])
                                 )
                                 continue
-                            case = dataclasses.replace(case, call=call)
+                            case = dataclasses.replace(case, call=call, written=case.key)
                         if case.expected in values:
                             outcome = values[case.expected]
                             plan.expected_values[case.expected] = (
@@ -497,12 +540,12 @@ class Referee:
         digest = _digest(program)
         needed: list[str] = []
         for case in _all_cases(plan):
-            for key in _gt_keys(case):
-                if key is None or (digest, key) in seen:
-                    continue
-                seen.add((digest, key))
-                if self._cache_get((digest, key)) is None:
-                    needed.append(key)
+            key = _call_key(case)
+            if (digest, key) in seen:
+                continue
+            seen.add((digest, key))
+            if self._cache_get((digest, key)) is None:
+                needed.append(key)
         stdio = plan.problem.kind == "stdio"
         for start in range(0, len(needed), _CALLS_PER_JOB):
             keys = needed[start : start + _CALLS_PER_JOB]
@@ -527,7 +570,7 @@ class Referee:
                 continue
             plan.cand_jobs.append(len(jobs))
             tag = f"code:{plan.problem.task_id}:{index}"
-            jobs.append(_job(program, ordered, stdio, self.limits, tag))
+            jobs.append(_job(program, ordered, stdio, plan.limits or self.limits, tag))
 
     # ------------------------------------------------------------------ scoring
     def _score(
@@ -553,6 +596,7 @@ class Referee:
         compiled: list[bool] = []
         errors: list[str] = []
         gt_rates: list[float] = []
+        gt_rows: list[tuple[TestVerdict, ...]] = []
         for index, program in enumerate(plan.programs):
             job_index = plan.cand_jobs[index]
             outcome: dict[str, CallResult] = {}
@@ -568,17 +612,21 @@ class Referee:
 
             def passed(key: str, expected: Any, outcome: dict[str, CallResult] = outcome) -> bool:
                 call = outcome.get(key)
-                return bool(call is not None and call.ok and _same(call.value, expected, stdio))
+                return bool(
+                    call is not None and call.ok and self._same(call.value, expected, stdio)
+                )
 
-            # GT tests
-            gt_total, gt_passed = 0, 0
+            # GT tests: those whose call the GT runs; the GT's value is the expectation
+            gt_verdicts: list[TestVerdict] = []
             for case in plan.gt_cases:
                 reference = gt(_call_key(case))
                 if reference is None or not reference.ok:
                     continue
-                gt_total += 1
-                gt_passed += passed(_call_key(case), reference.value)
-            gt_rate = gt_passed / gt_total if gt_total else 0.0
+                gt_verdicts.append(
+                    _verdict(_call_key(case), reference.value, True, outcome, passed, "gt", stdio)
+                )
+            gt_rows.append(tuple(gt_verdicts))
+            gt_rate = sum(v.passed for v in gt_verdicts) / len(gt_verdicts) if gt_verdicts else 0.0
             gt_rates.append(gt_rate)
             # mistake book
             book_verdicts = tuple(
@@ -593,15 +641,15 @@ class Referee:
             row: list[SuiteVerdict] = []
             gen_rates: list[float | None] = []
             for suite in plan.suites[index]:
-                grading, verdicts = self._grade(
-                    suite, gt, outcome, passed, stdio, config.k, plan.expected_values
-                )
+                grading, verdicts = self._grade(suite, gt, outcome, passed, stdio, plan)
+                # rule 4: the pass rate over every kept test, the fail rate over the first K
                 gen_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
                 gen_rates.append(gen_rate)
-                gen_failures = sum(v.valid and not v.passed for v in verdicts)
+                gen_failures = sum(not v.passed for v in verdicts[: config.k])
+                n_invalid = (grading.n_invalid if grading else 0) + len(suite.discarded)
                 tester = tester_reward(
-                    n_valid=grading.n_valid if grading else 0,
-                    n_invalid=(grading.n_invalid if grading else 0) + len(suite.discarded),
+                    n_kept=grading.n_kept if grading else 0,
+                    n_invalid=n_invalid,
                     gen_failures=gen_failures,
                     mb_failures=mb_fail if mb_total else None,
                     mb_total=mb_total or None,
@@ -634,6 +682,7 @@ class Referee:
                         parse_reason=suite.reason,
                         coder_pair_reward=pair,
                         tester=tester,
+                        n_invalid=n_invalid,
                     )
                 )
             suite_rows.append(tuple(row))
@@ -652,6 +701,7 @@ class Referee:
             tester_details=tuple(tester_details),
             suites=tuple(suite_rows),
             mistake_book=tuple(book_rows),
+            gt_tests=tuple(gt_rows),
             compiled=tuple(compiled),
             code_errors=tuple(errors),
         )
@@ -671,8 +721,7 @@ class Referee:
         outcome: dict[str, CallResult],
         passed: Any,
         stdio: bool,
-        k: int,
-        expected_values: dict[str, tuple[bool, Any]],
+        plan: _Plan,
     ) -> tuple[SuiteGrading | None, tuple[TestVerdict, ...]]:
         if not suite.cases:
             return None, ()
@@ -684,26 +733,25 @@ class Referee:
             reference = gt(_call_key(case))
             gt_ok.append(bool(reference is not None and reference.ok))
             gt_values.append(_norm(reference.value, stdio) if reference and reference.ok else None)
-            ok, value = _expected(case, expected_values)
+            ok, value = _expected(case, plan.expected_values)
             exp_ok.append(ok)
             exp_values.append(value)
-        grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, k)
-        verdicts = tuple(
-            _verdict(
-                _call_key(t.case),
-                t.gt_value,
-                t.status == "valid",
-                outcome,
-                passed,
-                "generated",
-                stdio,
+        grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, equal=self._equal)
+        claims = {id(case): (ok, value) for case, ok, value in zip(suite.cases, exp_ok, exp_values)}
+        verdicts = []
+        for t in grading.tests:
+            key = _call_key(t.case)
+            verdict = _verdict(
+                key, t.gt_value, t.status == "valid", outcome, passed, "generated", stdio
             )
-            for t in grading.tests
-        )
-        return grading, verdicts
+            claimed_ok, claimed = claims[id(t.case)]
+            agrees = verdict.passed if verdict.valid else bool(claimed_ok and passed(key, claimed))
+            verdicts.append(dataclasses.replace(verdict, agrees_with_tester=agrees))
+        return grading, tuple(verdicts)
 
     # ------------------------------------------------------------------ mistake book
     def _update_book(self, plan: _Plan, judgement: Judgement) -> None:
+        """Rule 8, over this problem's valid codes: -1 per replayed pass, then +1 per kept fail."""
         failed: list[tuple[str, Any]] = []
         passed: list[str] = []
         for index, ran in enumerate(judgement.compiled):
@@ -713,13 +761,16 @@ class Referee:
                 if suite.grading is None:
                     continue
                 for test, verdict in zip(suite.grading.tests, suite.verdicts):
-                    if verdict.valid and not verdict.passed:
+                    if not verdict.passed:
                         failed.append((_call_key(test.case), test.gt_value))
             for entry, verdict in zip(plan.book, judgement.mistake_book[index]):
                 if verdict.passed:
                     passed.append(entry.call)
         if failed or passed:
             self.mistake_book.apply(plan.problem.task_id, failed, passed)
+
+    def _same(self, value: Any, expected: Any, stdio: bool) -> bool:
+        return self._equal(_norm(value, stdio), _norm(expected, stdio))
 
     # ------------------------------------------------------------------ GT cache
     def _cache_get(self, key: tuple[str, str]) -> CallResult | None:
@@ -773,10 +824,6 @@ def _expected(case: TestCase | IOPair, evaluated: dict[str, tuple[bool, Any]]) -
     return evaluated.get(case.expected, (False, None))
 
 
-def _gt_keys(case: TestCase | IOPair) -> Iterable[str | None]:
-    return (_call_key(case),)
-
-
 def _all_cases(plan: _Plan) -> Iterable[TestCase | IOPair]:
     for row in plan.suites:
         for suite in row:
@@ -794,10 +841,6 @@ def _norm(value: Any, stdio: bool) -> Any:
     if stdio and isinstance(value, str):
         return "\n".join(line.rstrip() for line in value.strip().splitlines())
     return value
-
-
-def _same(value: Any, expected: Any, stdio: bool) -> bool:
-    return plain.values_equal(_norm(value, stdio), _norm(expected, stdio))
 
 
 def _verdict(

@@ -1,25 +1,33 @@
 """Code-A1's reward formulas for both players, as pure functions (no I/O, no sandbox).
 
-The referee counts passes and failures; this module turns the counts into rewards. Every formula
-is stated in the docstring of the function that computes it.
+The referee counts passes and failures; this module turns the counts into rewards. The rules are
+the authors' (DESIGN.md "Code-A1 facts", rules 3-7, checked against ZJU-REAL/Code-A1
+``code/rl/reward.py``); every formula is stated in the docstring of the function that computes it.
+
+Counts of one suite after GT correction (see :func:`codea1_env.testcases.grade_suite`): ``n_kept``
+tests are kept (those the GT ran, without duplicates, including those whose expectation the GT
+corrected), ``n_invalid`` tests are invalid (raised on the GT, duplicates, wrong expectations).
 
 Code LLM (per code):
 
-- per (code, suite) pair: ``mean(mb_pass_rate, gen_pass_rate)`` when the code faced both the
-  mistake-book tests and the suite's generated tests, the one rate that exists otherwise, and
-  ``0`` when it faced no test at all (:func:`coder_pair_reward`);
+- per (code, suite) pair: ``(mb_pass_rate + gen_pass_rate) / 2`` when the code faced both the
+  replayed mistake-book tests and kept tests, the one rate that exists otherwise, and ``0`` when it
+  faced no test at all (:func:`coder_pair_reward`); ``gen_pass_rate = passed / n_kept`` over ALL
+  kept tests (no cap at K);
 - the code's reward is the mean of its pair rewards over its suites (:func:`coder_reward`);
-- in ``"golden"`` mode it is the pass rate on the problem's GT tests (:func:`golden_reward`).
+- in ``"golden"`` mode it is the pass rate on the problem's GT tests (:func:`golden_reward`), 0 for
+  a code that does not run.
 
 Test LLM (per suite): ``R = alpha * R_val + (1 - alpha) * R_adv - penalty`` with
 
-- ``R_val = clip(min(n_valid / K, 1 - n_invalid / K), 0, 1)`` (:func:`validity_reward`);
-- ``R_adv = gen_failures / K`` with generated tests only, and
-  ``R_adv = (gen_failures / K - mb_failures / mb_total + 1) / 2`` when mistake-book tests were
-  replayed too (:func:`adversarial_reward`);
-- ``penalty`` = share of non-printable characters in the tester's text
-  (:func:`nonprintable_penalty`);
-- ``R = 0`` when the candidate code did not compile or run (:func:`tester_reward`).
+- ``R_val = clip(min(n_kept / K, 1 - n_invalid / K), 0, 1)`` (:func:`validity_reward`);
+- ``gen_fail_rate`` = failures among the FIRST K kept tests / K; ``R_adv = gen_fail_rate`` with
+  kept tests only, ``(gen_fail_rate - mb_fail_rate + 1) / 2`` with kept and replayed tests, ``0``
+  with replayed tests only or none (:func:`adversarial_reward`);
+- ``penalty`` = share of the characters of the tester's whole response that are not in
+  :data:`string.printable` (:func:`nonprintable_penalty`);
+- the ``alpha`` part is ``0`` when the candidate code is not valid (it does not parse or its top
+  level raises); the penalty is subtracted in both cases (:func:`tester_reward`).
 
 The total is *not* clipped at 0 after the penalty is subtracted (the authors subtract it as is),
 so a tester reward can be slightly negative.
@@ -28,11 +36,15 @@ so a tester reward can be slightly negative.
 from __future__ import annotations
 
 import math
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 __all__ = [
+    "INLINE_POLICIES",
     "MODES",
+    "InlinePolicy",
     "CoderReward",
     "RewardConfig",
     "TesterReward",
@@ -46,10 +58,16 @@ __all__ = [
     "validity_reward",
 ]
 
+InlinePolicy = Literal["arguments", "anywhere"]
+"""How a tester's remembered assignments are substituted (see :mod:`codea1_env.testcases`)."""
+
+INLINE_POLICIES: tuple[str, ...] = get_args(InlinePolicy)
+"""How a tester's remembered assignments are substituted (:attr:`RewardConfig.inline`)."""
+
 MODES = ("code-a1", "golden", "self-play")
 """Training modes: Code-A1 (two models), golden tests (no tester), self-play (one model)."""
 
-_ALLOWED_CONTROL = frozenset("\n\t\r")
+_PRINTABLE = frozenset(string.printable)
 
 
 @dataclass(frozen=True)
@@ -58,10 +76,22 @@ class RewardConfig:
 
     Attributes:
         alpha: Weight of the validity reward in the tester's reward (Code-A1: 0.5).
-        k: Most generated tests counted per suite, K (Code-A1: 8).
+        k: K (Code-A1: 8), the divisor of ``R_val`` and of the tester's fail rate, which counts
+            failures among the first K kept tests. The coder's pass rate uses every kept test,
+            and the mistake book always replays its top 8 entries
+            (:data:`codea1_env.mistake_book.REPLAY_SIZE`), whatever K is.
         mode: ``"code-a1"`` (coder vs. a separate tester), ``"golden"`` (the coder is rewarded
             by its GT test pass rate and no tester plays) or ``"self-play"`` (one model plays
             both roles; same formulas as ``"code-a1"``, the trainer shares the weights).
+        inline: How the tester's remembered assignments enter its asserts: ``"arguments"``
+            (the authors' rule 1: a bare remembered name passed as an argument is replaced by
+            its expression) or ``"anywhere"`` (codea1's option: names are substituted anywhere
+            in the call and the expected side); see :mod:`codea1_env.testcases`.
+        equality: How a returned value is compared with the GT's (for a candidate's pass and a
+            tester's expectation): ``"python"`` (the authors' ``==``: ``1 == 1.0 == True``,
+            floats exact) or ``"strict"`` (codea1's option: types must match at every level,
+            floats within ``math.isclose`` tolerances, NaN equals NaN); see
+            :mod:`codea1_env.plain`.
 
     Raises:
         ValueError: a field is out of range; the message names the field.
@@ -71,6 +101,8 @@ class RewardConfig:
     alpha: float = 0.5
     k: int = 8
     mode: str = "code-a1"
+    inline: InlinePolicy = "arguments"
+    equality: Literal["python", "strict"] = "python"
 
     def __post_init__(self) -> None:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
@@ -81,6 +113,14 @@ class RewardConfig:
             raise ValueError(f"RewardConfig.k must be an int >= 1, got {self.k!r}")
         if self.mode not in MODES:
             raise ValueError(f"RewardConfig.mode must be one of {MODES}, got {self.mode!r}")
+        if self.equality not in ("python", "strict"):
+            raise ValueError(
+                f"RewardConfig.equality must be 'python' or 'strict', got {self.equality!r}"
+            )
+        if self.inline not in INLINE_POLICIES:
+            raise ValueError(
+                f"RewardConfig.inline must be one of {INLINE_POLICIES}, got {self.inline!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -108,8 +148,8 @@ class TesterReward:
     """A test suite's reward and its parts.
 
     Attributes:
-        total: ``alpha * r_val + (1 - alpha) * r_adv - penalty``, or 0 when the candidate did not
-            run.
+        total: ``alpha * r_val + (1 - alpha) * r_adv - penalty``, or ``-penalty`` when the
+            candidate did not run.
         r_val: Validity reward (reported even when the candidate did not run).
         r_adv: Adversarial reward (0 when the candidate did not run).
         penalty: Non-printable-character penalty (reported even when the candidate did not run).
@@ -205,74 +245,88 @@ def score_coder(
     return CoderReward(coder_reward(pairs), gen_mean, mb_pass_rate, reason)
 
 
-def validity_reward(n_valid: int, n_invalid: int, k: int) -> float:
-    """``R_val = clip(min(n_valid / k, 1 - n_invalid / k), 0, 1)``.
+def validity_reward(n_kept: int, n_invalid: int, k: int) -> float:
+    """``R_val = clip(min(n_kept / k, 1 - n_invalid / k), 0, 1)`` (rule 3).
 
-    ``n_valid`` counts kept tests whose expectation matched the GT; ``n_invalid`` counts every
-    other test considered (dropped because the GT failed or because of a duplicate, or kept with
-    a corrected expectation).
+    ``n_kept`` counts every kept test, including those kept with a corrected expectation;
+    ``n_invalid`` counts the tests that raised on the GT, the duplicates and the wrong
+    expectations (a test kept with a corrected expectation is counted in both).
 
     Raises:
         ValueError: a count is negative or ``k < 1``.
 
     """
-    _check_count("n_valid", n_valid)
+    _check_count("n_kept", n_kept)
     _check_count("n_invalid", n_invalid)
     if _check_count("k", k) < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    return min(max(min(n_valid / k, 1.0 - n_invalid / k), 0.0), 1.0)
+    return min(max(min(n_kept / k, 1.0 - n_invalid / k), 0.0), 1.0)
 
 
 def adversarial_reward(
-    gen_failures: int, k: int, mb_failures: int | None = None, mb_total: int | None = None
+    gen_failures: int,
+    k: int,
+    mb_failures: int | None = None,
+    mb_total: int | None = None,
+    *,
+    n_kept: int,
 ) -> float:
-    """How well a suite broke the candidate.
+    """How well a suite broke the candidate (rule 7).
 
-    Generated tests only (``mb_total`` None or 0): ``R_adv = gen_failures / k``. With replayed
-    mistake-book tests: ``R_adv = (gen_failures / k - mb_failures / mb_total + 1) / 2``, in
-    ``[0, 1]``: a suite earns more when it breaks a candidate that the book's old tests do not.
+    ``gen_fail_rate = gen_failures / k``, where ``gen_failures`` counts the candidate's failures
+    among the FIRST ``k`` kept tests. Kept tests only: ``R_adv = gen_fail_rate``; kept and
+    replayed mistake-book tests: ``R_adv = (gen_fail_rate - mb_failures / mb_total + 1) / 2``, in
+    ``[0, 1]``; replayed tests only, or no test at all: ``R_adv = 0``.
 
     Args:
-        gen_failures: Failures of the candidate among the first ``k`` *valid* generated tests.
+        gen_failures: Failures of the candidate among the first ``k`` kept tests.
         k: K.
         mb_failures: Failures of the candidate among the replayed mistake-book tests.
         mb_total: Number of replayed mistake-book tests.
+        n_kept: Number of kept tests of the suite (``R_adv`` is 0 without kept tests).
 
     Raises:
-        ValueError: negative counts, ``gen_failures > k``, ``mb_failures > mb_total``, or
-            ``mb_failures`` missing while ``mb_total > 0``.
+        ValueError: negative counts, ``gen_failures > min(k, n_kept)``,
+            ``mb_failures > mb_total``, or ``mb_failures`` missing while ``mb_total > 0``.
 
     """
     if _check_count("k", k) < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     if _check_count("gen_failures", gen_failures) > k:
         raise ValueError(f"gen_failures must be <= k={k}, got {gen_failures}")
+    if gen_failures > _check_count("n_kept", n_kept):
+        raise ValueError(f"gen_failures must be <= n_kept={n_kept}, got {gen_failures}")
+    if mb_total:
+        _check_count("mb_total", mb_total)
+        if mb_failures is None:
+            raise ValueError("mb_failures is required when mb_total > 0")
+        if _check_count("mb_failures", mb_failures) > mb_total:
+            raise ValueError(f"mb_failures must be <= mb_total={mb_total}, got {mb_failures}")
+    if n_kept == 0:
+        return 0.0
     gen_rate = gen_failures / k
     if not mb_total:
         return gen_rate
-    _check_count("mb_total", mb_total)
-    if mb_failures is None:
-        raise ValueError("mb_failures is required when mb_total > 0")
-    if _check_count("mb_failures", mb_failures) > mb_total:
-        raise ValueError(f"mb_failures must be <= mb_total={mb_total}, got {mb_failures}")
+    assert mb_failures is not None
     return (gen_rate - mb_failures / mb_total + 1.0) / 2.0
 
 
 def nonprintable_penalty(text: str) -> float:
-    r"""Share of non-printable characters in ``text`` (0 for empty text).
+    r"""Share of the characters of ``text`` that are not in :data:`string.printable` (rule 7).
 
-    A character is printable when ``str.isprintable()`` holds for it or it is one of ``"\n"``,
-    ``"\t"``, ``"\r"``.
+    ``string.printable`` is ASCII digits, letters, punctuation and whitespace (space, ``\t``,
+    ``\n``, ``\r``, ``\x0b``, ``\x0c``): any other character, non-ASCII letters included,
+    counts. 0 for empty text.
     """
     if not text:
         return 0.0
-    bad = sum(1 for ch in text if not ch.isprintable() and ch not in _ALLOWED_CONTROL)
+    bad = sum(1 for ch in text if ch not in _PRINTABLE)
     return bad / len(text)
 
 
 def tester_reward(
     *,
-    n_valid: int,
+    n_kept: int,
     n_invalid: int,
     gen_failures: int,
     mb_failures: int | None,
@@ -281,29 +335,30 @@ def tester_reward(
     text: str,
     config: RewardConfig | None = None,
 ) -> TesterReward:
-    """The Test LLM's reward for one suite written against one candidate code.
+    """The Test LLM's reward for one suite written against one candidate code (rule 7).
 
-    ``total = alpha * validity_reward(n_valid, n_invalid, K)
-    + (1 - alpha) * adversarial_reward(gen_failures, K, mb_failures, mb_total)
-    - nonprintable_penalty(text)``, not clipped; ``total = 0`` when ``candidate_ran`` is False
-    (the candidate did not compile or its top level failed), whatever the suite.
+    ``total = alpha * validity_reward(n_kept, n_invalid, K)
+    + (1 - alpha) * adversarial_reward(gen_failures, K, mb_failures, mb_total, n_kept=n_kept)
+    - nonprintable_penalty(text)`` when ``candidate_ran``; ``total = -nonprintable_penalty(text)``
+    when the candidate is not valid (it did not parse or its top level raised), whatever the
+    suite. Not clipped.
 
     Args:
-        n_valid: Valid tests among those considered (see :func:`validity_reward`).
-        n_invalid: Invalid tests among those considered.
-        gen_failures: Candidate failures among the first K valid tests.
+        n_kept: Kept tests of the suite (see :func:`validity_reward`).
+        n_invalid: Invalid tests of the suite.
+        gen_failures: Candidate failures among the first K kept tests.
         mb_failures: Candidate failures among the replayed mistake-book tests (None if none).
         mb_total: Number of replayed mistake-book tests (None or 0 if none).
         candidate_ran: Whether the candidate program compiled and its top level ran.
-        text: The tester's raw output (for the penalty).
+        text: The tester's whole raw response (for the penalty).
         config: Reward settings; defaults to :class:`RewardConfig`.
 
     """
     config = config or RewardConfig()
-    r_val = validity_reward(n_valid, n_invalid, config.k)
+    r_val = validity_reward(n_kept, n_invalid, config.k)
     penalty = nonprintable_penalty(text)
     if not candidate_ran:
-        return TesterReward(0.0, r_val, 0.0, penalty, "candidate_did_not_run")
-    r_adv = adversarial_reward(gen_failures, config.k, mb_failures, mb_total)
+        return TesterReward(-penalty, r_val, 0.0, penalty, "candidate_did_not_run")
+    r_adv = adversarial_reward(gen_failures, config.k, mb_failures, mb_total, n_kept=n_kept)
     total = config.alpha * r_val + (1.0 - config.alpha) * r_adv - penalty
     return TesterReward(total, r_val, r_adv, penalty)

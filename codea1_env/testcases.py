@@ -6,18 +6,31 @@ returns every outcome as a value with a reason: :func:`parse_tests` never raises
 Code extraction (:func:`extract_code`, :func:`extract_fenced_blocks`) and stdio pairs
 (:func:`parse_io_pairs`) live in :mod:`codea1_env.extraction` and are re-exported here.
 
-Accepted shape (the authors' rule): ``assert ENTRY(args...) == EXPECTED`` (an optional assert
-message is ignored). The outer call must call ``entry_point`` by plain name; other calls inside the
-arguments are fine (they run in the sandbox), and so are ``*args``/``**kwargs`` (the call is
-evaluated as a Python expression). The mirrored form ``assert EXPECTED == ENTRY(args)`` is **not**
-accepted: it is rejected as ``"wrong_shape"``, as in the authors' parser.
+Accepted shape (the authors' rule 1, DESIGN.md): ``assert ENTRY(args...) == EXPECTED`` (an
+optional assert message is ignored). The outer call must call ``entry_point`` by plain name (the
+authors accept any call; a call that is not the entry point, ``assert len([1]) == 1``, is a listed
+hole that codea1 closes); other calls inside the arguments are fine (they run in the sandbox), and
+so are ``*args``/``**kwargs``. The mirrored form ``assert EXPECTED == ENTRY(args)`` is **not**
+accepted: it is rejected as ``"wrong_shape"`` (the authors ignore it too).
 
-Assignments before an assert are inlined by AST substitution: after ``x = [1, 2]``, the line
-``assert f(x) == 3`` becomes the case ``f([1, 2]) == 3``. Simple targets (``x = e``, ``x: T = e``,
-``a = b = e``, ``x += e`` after ``x = e``, and ``a, b = e1, e2`` with a literal tuple/list of the
-same length) are inlined; any other assignment (``a, b = g()``, ``obj.attr = e``, ``d[k] = e``)
-makes the names it binds unresolved, and an assert that uses one is rejected as
-``"unresolved_name"``.
+Remembered names, two policies (``inline``):
+
+- ``"arguments"`` (default, the authors' rule): top-level ``name = expr`` assignments (one plain
+  name target) are remembered as written; in each assert, an argument (positional or keyword
+  value) that is a bare remembered name is replaced by its expression. Nothing else is
+  substituted: ``assert f(x + 1) == y`` keeps ``x`` and ``y`` as they are, so its call fails on
+  the GT (invalid, not kept) and an expected side that does not evaluate is a wrong expectation
+  (kept, invalid), as in the authors' harness.
+- ``"anywhere"`` (codea1's option): assignments are inlined by AST substitution anywhere in the
+  call and the expected side, transitively: after ``x = [1, 2]``, ``assert f(x) == len(x) + 1``
+  becomes ``f([1, 2]) == len([1, 2]) + 1``. Simple targets (``x = e``, ``x: T = e``,
+  ``a = b = e``, ``x += e`` after ``x = e``, and ``a, b = e1, e2`` with a literal tuple/list of
+  the same length) are inlined; any other assignment (``a, b = g()``, ``obj.attr = e``,
+  ``d[k] = e``) makes the names it binds unresolved, and an assert that uses one is rejected as
+  ``"unresolved_name"``.
+
+Duplicates are not decided here: a repeated call is a case like any other, and
+:func:`grade_suite` counts it invalid once the GT has run it (rule 2).
 
 Rejection reasons (closed set, :data:`REJECT_REASONS`):
 
@@ -30,7 +43,6 @@ Rejection reasons (closed set, :data:`REJECT_REASONS`):
 - ``"unresolved_name"``: the assert uses a name bound by an assignment that cannot be inlined.
 - ``"shadows_entry_point"``: an assignment rebinds ``entry_point`` (ignored, never inlined).
 - ``"too_long"``: the statement, or the expression after inlining, exceeds the size limits.
-- ``"duplicate"``: the same call (after inlining, by :attr:`TestCase.key`) appeared earlier.
 - ``"too_many"``: more than ``max_cases`` cases were found; the extra ones are dropped.
 - ``"missing_output"`` / ``"missing_input"``: stdio only (:func:`parse_io_pairs`), an input block
   with no output block after it, or an output block with no input before it.
@@ -39,7 +51,8 @@ Why no case was found (:attr:`ParsedTests.reason`, :data:`EMPTY_REASONS`): ``"em
 text), ``"syntax_error"`` (nothing parsed), ``"no_asserts"`` (code parsed but held no assert),
 ``"no_valid_asserts"`` (asserts were found, all rejected).
 
-Ground-truth (GT) correction happens in the referee; :func:`grade_suite` holds its pure bookkeeping.
+Ground-truth (GT) correction happens in the referee; :func:`grade_suite` holds its pure
+bookkeeping (rules 2 and 3).
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ from __future__ import annotations
 import ast
 import copy
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,8 +73,9 @@ from codea1_env.extraction import (
     extract_fenced_blocks,
     parse_io_pairs,
 )
-from codea1_env.plain import values_equal
+from codea1_env.plain import python_equal, to_source
 from codea1_env.problems.problem import IOPair
+from codea1_env.rewards import INLINE_POLICIES, InlinePolicy
 
 __all__ = [
     "EMPTY_REASONS",
@@ -70,6 +84,8 @@ __all__ = [
     "REJECT_REASONS",
     "GradedTest",
     "GradeStatus",
+    "INLINE_POLICIES",
+    "InlinePolicy",
     "ParsedIOPairs",
     "case_key",
     "ParsedTests",
@@ -94,7 +110,6 @@ REJECT_REASONS = frozenset(
         "unresolved_name",
         "shadows_entry_point",
         "too_long",
-        "duplicate",
         "too_many",
         "missing_output",
         "missing_input",
@@ -126,10 +141,13 @@ class TestCase:
     """One accepted test: ``assert {call} == {expected}``.
 
     Attributes:
-        call: Normalized source of the entry-point call (``ast.unparse`` after inlining).
+        call: Source of the entry-point call that runs: ``ast.unparse`` after inlining, and after
+            the referee's argument materialization a call on literal arguments.
         expected: Source of the expected expression after inlining.
         line: 1-based line of the assert in the extracted code.
         source: The original assert statement as written.
+        written: The call as the tester wrote it after inlining (``ast.unparse``), kept when the
+            referee replaces :attr:`call` by its literal form; ``""`` means :attr:`call`.
 
     """
 
@@ -139,14 +157,12 @@ class TestCase:
     expected: str
     line: int
     source: str
+    written: str = ""
 
     @property
     def key(self) -> str:
-        """Canonical form of the call for duplicate detection (``ast.dump`` of the call)."""
-        try:
-            return ast.dump(ast.parse(self.call, mode="eval").body)
-        except _PARSE_ERRORS:
-            return self.call
+        """The normalized call text, as the authors compare duplicates (``ast.unparse``)."""
+        return self.written or self.call
 
     @property
     def assert_source(self) -> str:
@@ -159,7 +175,8 @@ class ParsedTests:
     """The result of :func:`parse_tests`.
 
     Attributes:
-        cases: Accepted test cases, in order, without syntactic duplicates, at most ``max_cases``.
+        cases: Accepted test cases, in order (repeats included: duplicates are graded), at most
+            ``max_cases``.
         rejected: Everything that did not become a case, in order, with reasons.
         code: The code that was analysed (extracted from the text, truncated to ``max_chars``).
         reason: ``""`` when at least one case was found, else one of :data:`EMPTY_REASONS`.
@@ -180,7 +197,12 @@ class ParsedTests:
 
 
 def parse_tests(
-    text: str, entry_point: str, *, max_chars: int = 20000, max_cases: int = 64
+    text: str,
+    entry_point: str,
+    *,
+    max_chars: int = 20000,
+    max_cases: int = 64,
+    inline: InlinePolicy = "arguments",
 ) -> ParsedTests:
     """Parse a Test LLM's raw answer into test cases.
 
@@ -194,6 +216,7 @@ def parse_tests(
         entry_point: Name of the function under test.
         max_chars: Most characters of extracted code analysed.
         max_cases: Most cases returned; later valid asserts are rejected as ``"too_many"``.
+        inline: ``"arguments"`` (the authors' rule) or ``"anywhere"``; see the module docstring.
 
     Returns:
         The accepted cases, the rejected statements and, when no case was found, the reason.
@@ -210,7 +233,9 @@ def parse_tests(
     if not code.strip():
         return ParsedTests((), (), code, "no_code", truncated)
     statements, syntax_rejects = _split_statements(code)
-    parser = _SuiteParser(entry_point, max_cases)
+    if inline not in INLINE_POLICIES:
+        raise ValueError(f"parse_tests: inline must be one of {INLINE_POLICIES}, got {inline!r}")
+    parser = _SuiteParser(entry_point, max_cases, anywhere=inline == "anywhere")
     for stmt, line, source in statements:
         parser.feed(stmt, line, source)
     rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line)
@@ -330,13 +355,13 @@ _TOO_LARGE = "too_long"
 class _SuiteParser:
     """Walks top-level statements in order, inlining assignments and collecting cases."""
 
-    def __init__(self, entry_point: str, max_cases: int) -> None:
+    def __init__(self, entry_point: str, max_cases: int, *, anywhere: bool) -> None:
         self.entry_point = entry_point
         self.max_cases = max_cases
+        self.anywhere = anywhere
         self.env: dict[str, Any] = {}  # name -> (expr, node count), or a marker
         self.cases: list[TestCase] = []
         self.rejected: list[Rejected] = []
-        self.keys: set[str] = set()
         self.n_asserts = 0
 
     def reject(self, line: int, source: str, reason: str) -> None:
@@ -359,6 +384,16 @@ class _SuiteParser:
             self.reject(line, source, "too_long")
 
     def feed_assignment(self, stmt: ast.stmt, line: int, source: str) -> None:
+        if not self.anywhere:
+            # The authors' rule: only ``name = expr`` with one plain-name target is remembered,
+            # as written (no substitution into it); every other assignment is ignored.
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+            ):
+                self.env[stmt.targets[0].id] = (stmt.value, _Inliner({}).cost(stmt.value))
+            return
         bindings: list[tuple[str, Any]] = []
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
@@ -427,20 +462,36 @@ class _SuiteParser:
                 reason = "wrong_function" if isinstance(left, ast.Call) else "no_call"
             self.reject(line, source, reason)
             return
-        call, expected = self.inline(left), self.inline(right)
+        if self.anywhere or not isinstance(left, ast.Call):
+            call, expected = self.inline(left), self.inline(right)
+        else:
+            call, expected = self.substitute_arguments(left), (right, 0)
         if isinstance(call, str) or isinstance(expected, str):
             failures = {f for f in (call, expected) if isinstance(f, str)}
             self.reject(line, source, _TOO_LARGE if _TOO_LARGE in failures else _UNRESOLVED)
             return
         case = TestCase(ast.unparse(call[0]), ast.unparse(expected[0]), line, source)
-        key = ast.dump(call[0])
-        if key in self.keys:
-            self.reject(line, source, "duplicate")
-        elif len(self.cases) >= self.max_cases:
+        if len(self.cases) >= self.max_cases:
             self.reject(line, source, "too_many")
         else:
-            self.keys.add(key)
             self.cases.append(case)
+
+    def substitute_arguments(self, call: ast.Call) -> Any:
+        """The authors' substitution: bare remembered names among the call's arguments only."""
+
+        def value(node: ast.expr) -> ast.expr:
+            if isinstance(node, ast.Name) and node.id in self.env:
+                return copy.deepcopy(self.env[node.id][0])
+            return node
+
+        resolved = ast.Call(
+            func=call.func,
+            args=[value(arg) for arg in call.args],
+            keywords=[ast.keyword(arg=kw.arg, value=value(kw.value)) for kw in call.keywords],
+        )
+        if _Inliner({}).cost(resolved) > MAX_EXPRESSION_NODES:
+            return _TOO_LARGE
+        return (resolved, 0)
 
     def is_entry_call(self, node: ast.expr) -> bool:
         return (
@@ -547,9 +598,11 @@ class GradedTest:
 
     Attributes:
         case: The parsed test (a :class:`TestCase`, or an :class:`IOPair` for stdio problems).
-        status: ``"valid"`` (GT agrees with the expectation), ``"invalid_kept"`` (the expectation
-            was wrong or failed to evaluate; kept with the GT value as its expectation),
-            ``"dropped_gt_error"`` (the GT failed on the call) or ``"dropped_duplicate"``.
+        status: ``"valid"`` (kept; the GT agrees with the expectation), ``"invalid_kept"`` (kept
+            with the GT value as its expectation; the tester's expectation was wrong or did not
+            evaluate, so the test is also invalid), ``"dropped_gt_error"`` (the GT raised on the
+            call: invalid, not kept) or ``"dropped_duplicate"`` (its normalized form equals a kept
+            test's: invalid, not kept).
         gt_value: The GT's plain value for the call; None when dropped.
 
     """
@@ -563,30 +616,43 @@ class GradedTest:
         """True when the test is run against the candidate."""
         return self.status in ("valid", "invalid_kept")
 
+    @property
+    def invalid(self) -> bool:
+        """True when the test counts in ``n_invalid`` (everything but ``"valid"``)."""
+        return self.status != "valid"
+
 
 @dataclass(frozen=True)
 class SuiteGrading:
-    """The GT-corrected suite.
+    """The GT-corrected suite (rules 2 and 3).
 
     Attributes:
-        tests: The kept tests (at most ``k``), in order; each carries its GT value.
+        tests: Every kept test, in order (no cap at K); each carries its GT value.
         graded: Every test considered (kept and dropped), in order, with its status.
-        n_valid: Kept tests whose expectation matched the GT.
-        n_invalid: Considered tests that were not valid (dropped or kept with a corrected value).
-        valid_mask: For each kept test, whether it is valid.
+        n_kept: ``len(tests)``: kept tests, including those kept with a corrected expectation.
+        n_invalid: Tests that raised on the GT, duplicates, and wrong expectations.
+        n_valid: Kept tests whose expectation matched the GT (``n_kept`` minus the corrected).
+        valid_mask: For each kept test, whether the tester's expectation matched the GT.
 
     """
 
     tests: tuple[GradedTest, ...]
     graded: tuple[GradedTest, ...]
-    n_valid: int
+    n_kept: int
     n_invalid: int
+    n_valid: int
     valid_mask: tuple[bool, ...]
 
 
-def case_key(case: TestCase | IOPair) -> str:
-    """Duplicate-detection key: :attr:`TestCase.key`, or the stdin text of an :class:`IOPair`."""
-    return case.key if isinstance(case, TestCase) else "stdin:" + case.input
+def case_key(case: TestCase | IOPair, gt_value: Any) -> str:
+    """Duplicate-detection key: the normalized statement ``assert CALL == repr(GT value)``.
+
+    ``CALL`` is :attr:`TestCase.key` (the call as written, normalized by ``ast.unparse``); for an
+    :class:`IOPair` it is the stdin text.
+    """
+    if isinstance(case, IOPair):
+        return f"stdin:{case.input}\x00{to_source(gt_value)}"
+    return f"assert {case.key} == {to_source(gt_value)}"
 
 
 def grade_suite(
@@ -595,15 +661,16 @@ def grade_suite(
     gt_values: Sequence[Any],
     expected_ok: Sequence[bool],
     expected_values: Sequence[Any],
-    k: int,
+    *,
+    equal: Callable[[Any, Any], bool] = python_equal,
 ) -> SuiteGrading:
-    """Apply Code-A1's GT correction to a parsed suite.
+    """Apply Code-A1's GT correction to a parsed suite (rule 2, in the tester's order).
 
-    Walk the cases in order: if the GT call failed, the test is dropped (invalid); if it
-    duplicates an earlier kept test (same :func:`case_key`), it is dropped (invalid); else if its
-    expected expression failed to evaluate or ``not values_equal(expected, gt)``, it is invalid
-    but KEPT with the GT value as its expectation; else it is valid. The walk stops as soon as
-    ``k`` tests are kept, so tests after that point are neither counted nor graded.
+    Per test: if the GT raised on its call, it is invalid and not kept; else if its normalized
+    form (:func:`case_key`) equals one already kept, it is a duplicate: invalid, not kept; else it
+    is KEPT with the GT value as its expectation, and if its expected expression failed to
+    evaluate or ``not equal(expected, gt)``, it is also invalid. Every test is graded:
+    there is no cap at K (K only divides, in :mod:`codea1_env.rewards`).
 
     Args:
         cases: Parsed tests, in order.
@@ -611,42 +678,39 @@ def grade_suite(
         gt_values: The GT's value for each call (ignored where ``gt_call_ok`` is False).
         expected_ok: Whether each expected expression evaluated to a plain value.
         expected_values: Each expected value (ignored where ``expected_ok`` is False).
-        k: Most tests kept (Code-A1's K).
+        equal: The value comparison (:func:`codea1_env.plain.equality`; default Python's ``==``).
 
     Raises:
-        ValueError: the sequences differ in length or ``k < 1`` (caller errors).
+        ValueError: the sequences differ in length (a caller error).
 
     """
     n = len(cases)
     lengths = {len(gt_call_ok), len(gt_values), len(expected_ok), len(expected_values)}
-    if lengths != {n}:
+    if lengths - {n}:
         raise ValueError(f"grade_suite: sequences must all have {n} items, got lengths {lengths}")
-    if k < 1:
-        raise ValueError(f"grade_suite: k must be >= 1, got {k}")
     graded: list[GradedTest] = []
     kept: list[GradedTest] = []
     seen: set[str] = set()
     for index, case in enumerate(cases):
-        if len(kept) >= k:
-            break
-        key = case_key(case)
         if not gt_call_ok[index]:
             graded.append(GradedTest(case, "dropped_gt_error"))
             continue
+        gt = gt_values[index]
+        key = case_key(case, gt)
         if key in seen:
             graded.append(GradedTest(case, "dropped_duplicate"))
             continue
-        gt = gt_values[index]
-        matches = expected_ok[index] and values_equal(expected_values[index], gt)
-        test = GradedTest(case, "valid" if matches else "invalid_kept", gt)
         seen.add(key)
+        matches = expected_ok[index] and equal(expected_values[index], gt)
+        test = GradedTest(case, "valid" if matches else "invalid_kept", gt)
         graded.append(test)
         kept.append(test)
     n_valid = sum(t.status == "valid" for t in kept)
     return SuiteGrading(
         tests=tuple(kept),
         graded=tuple(graded),
-        n_valid=n_valid,
+        n_kept=len(kept),
         n_invalid=len(graded) - n_valid,
+        n_valid=n_valid,
         valid_mask=tuple(t.status == "valid" for t in kept),
     )

@@ -50,7 +50,7 @@ def freqs(book: MistakeBook, pid: str = "p") -> dict[str, int]:
 
 # Each step: (failed calls, passed calls) -> frequencies after the step.
 SEMANTICS = [
-    # a failed valid test enters with frequency 1
+    # a failed kept test enters with frequency 1
     ((["f(1)"], []), {"f(1)": 1}),
     # failed again by another candidate: +1; a new failure enters at 1
     ((["f(1)", "f(2)"], []), {"f(1)": 2, "f(2)": 1}),
@@ -60,12 +60,13 @@ SEMANTICS = [
     (([], ["f(9)"]), {"f(1)": 1}),
     # two candidates fail f(3) in one step: +2
     ((["f(3)", "f(3)"], []), {"f(1)": 1, "f(3)": 2}),
-    # updates are summed per call: f(1) 1 + 1 - 2 = 0 -> removed; f(3) 2 - 1 = 1
-    ((["f(1)"], ["f(1)", "f(1)", "f(3)"]), {"f(3)": 1}),
-    # a new call failed once and passed once in the same step nets 0: not added
-    ((["f(4)"], ["f(4)"]), {"f(3)": 1}),
+    # the authors' order: decrements first, then increments. f(1): 1 - 2 -> removed, then
+    # +1 -> a new entry at 1 (not the net 1 + 1 - 2 = 0); f(3): 2 - 1 = 1
+    ((["f(1)"], ["f(1)", "f(1)", "f(3)"]), {"f(3)": 1, "f(1)": 1}),
+    # a new call failed once and passed once in the same step: the pass finds nothing, +1 adds
+    ((["f(4)"], ["f(4)"]), {"f(3)": 1, "f(1)": 1, "f(4)": 1}),
     # more passes than the frequency: removed, never negative
-    (([], ["f(3)", "f(3)", "f(3)"]), {}),
+    (([], ["f(3)", "f(3)", "f(3)", "f(1)", "f(4)"]), {}),
 ]
 
 
@@ -74,6 +75,14 @@ def test_frequency_semantics(book: MistakeBook) -> None:
         book.apply("p", [(call, 0) for call in failed], passed)
         assert freqs(book) == expected
     assert book.size("p") == 0 and book.problems() == []
+
+
+def test_a_removed_and_re_added_entry_goes_to_the_end(book: MistakeBook) -> None:
+    book.apply("p", [("f(a)", 1), ("f(b)", 2), ("f(c)", 3)], [])
+    # f(a) is passed (1 -> 0, removed) and failed again in the same step: it comes back at 1,
+    # after f(b) and f(c), as the authors' dict rebuild puts it; f(b) keeps its place
+    book.apply("p", [("f(a)", 1)], ["f(a)"])
+    assert [(e.call, e.frequency) for e in book.top("p")] == [("f(b)", 1), ("f(c)", 1), ("f(a)", 1)]
 
 
 def test_entries_keep_their_first_expected_value_and_problems_are_separate(
@@ -263,8 +272,9 @@ def _writer(path: str, worker: int, ready: Any) -> None:
         ready.wait()
         for step in range(N_STEPS):
             call = f"f({step % 7})"
-            # net +1 for `call` in every step: failed twice, passed once
-            book.apply("shared", [(call, step % 7), (call, step % 7)], [call])
+            # failed three times, passed once: -1 then +3, so +2 on an entry that exists and +3
+            # on the first update of each call, whichever process makes it
+            book.apply("shared", [(call, step % 7)] * 3, [call])
             book.apply(f"own{worker}", [(f"g({step})", step)], [])
 
 
@@ -281,7 +291,7 @@ def test_two_processes_share_one_book(tmp_path: Path) -> None:
         proc.join(timeout=120)
         assert proc.exitcode == 0
     with SqliteMistakeBook(path) as book:
-        assert sum(e.frequency for e in book.entries("shared")) == 2 * N_STEPS
+        assert sum(e.frequency for e in book.entries("shared")) == 2 * (2 * N_STEPS) + 7
         assert book.size("own0") == book.size("own1") == N_STEPS
         assert book.integrity_check() == "ok"
 

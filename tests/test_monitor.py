@@ -96,7 +96,7 @@ def test_scan_suite_trivial_tests() -> None:
 
 
 def test_referee_form_and_metrics() -> None:
-    parsed = parse_tests("assert f(1) == 2\nassert f(1) == 2\nassert 1 == 1", "f")
+    parsed = parse_tests("assert f(1) == 2\nassert f(1) == 3\nassert 1 == 1", "f")
     rejected = [(r.line, r.reason, r.source) for r in parsed.rejected]
     metrics = monitor_referee_batch(
         ["def f(x):\n    return x + 1\n"],

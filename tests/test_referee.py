@@ -83,9 +83,10 @@ def test_wrong_expectation_is_kept_with_gt_value_and_counted_invalid(referee):
     assert [t.gt_value for t in grading.tests] == [0, 1]
     verdicts = j.suites[0][0].verdicts
     assert [v.passed for v in verdicts] == [False, True]  # run against the GT value 0
-    # R_val = min(1/8, 1 - 1/8) = 0.125; the failure is on an invalid test: R_adv = 0
-    assert j.tester_details[0][0].r_val == pytest.approx(0.125)
-    assert j.tester_details[0][0].r_adv == 0.0
+    # Both tests are kept (rule 2): R_val = min(2/8, 1 - 1/8) = 0.25; the failure on the
+    # corrected test counts for R_adv too (rule 4): 1/8
+    assert j.tester_details[0][0].r_val == pytest.approx(0.25)
+    assert j.tester_details[0][0].r_adv == pytest.approx(0.125)
 
 
 def test_gt_errors_and_duplicates_are_dropped(referee):
@@ -93,17 +94,17 @@ def test_gt_errors_and_duplicates_are_dropped(referee):
         [
             "assert f('a') == 0",  # GT raises TypeError -> dropped
             "assert f(3) == 0",
-            "assert f(3) == 0",  # syntactic duplicate -> rejected by the parser
-            "x = 3\nassert f(x) == 0",  # inlined -> duplicate of f(3)
+            "assert f(3) == 0",  # duplicate: invalid, not kept
+            "x = 3\nassert f(x) == 0",  # x replaced by 3 -> a duplicate of f(3) too
         ]
     )
     j = referee.judge(THRESHOLD, [GT], [[suite]], update_book=False)
     grading = j.suites[0][0].grading
     assert grading is not None
-    assert grading.n_valid == 1
-    assert grading.n_invalid == 1  # the GT error; parser duplicates never reach grading
+    assert (grading.n_kept, grading.n_valid) == (1, 1)
+    assert grading.n_invalid == 3  # the GT error and the two duplicates (rule 2)
     reasons = {reason for _, reason, _ in j.suites[0][0].rejected}
-    assert {"duplicate", "dropped_gt_error"} <= reasons
+    assert {"dropped_duplicate", "dropped_gt_error"} <= reasons
 
 
 def test_code_that_does_not_compile_zeroes_both(referee):

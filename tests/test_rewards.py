@@ -118,25 +118,26 @@ def test_golden_mode_uses_the_gt_pass_rate_only() -> None:
 
 
 @pytest.mark.parametrize(
-    ("n_valid", "n_invalid", "k", "expected"),
+    ("n_kept", "n_invalid", "k", "expected"),
     [
         (8, 0, 8, 1.0),  # min(8/8, 1 - 0/8) = 1
         (6, 2, 8, 0.75),  # min(6/8, 1 - 2/8) = min(0.75, 0.75)
         (4, 0, 8, 0.5),  # min(4/8, 1) = 0.5
         (7, 3, 8, 0.625),  # min(7/8, 1 - 3/8 = 0.625)
-        (0, 0, 8, 0.0),  # no valid tests: min(0, 1) = 0
+        (0, 0, 8, 0.0),  # no kept tests: min(0, 1) = 0
         (0, 5, 8, 0.0),  # min(0, 3/8) = 0
         (2, 12, 8, 0.0),  # 1 - 12/8 < 0 -> clipped to 0
         (2, 1, 4, 0.5),  # K = 4: min(2/4, 1 - 1/4) = 0.5
-        (10, 0, 8, 1.0),  # more valid than K is clipped at 1
+        (10, 0, 8, 1.0),  # more kept than K is clipped at 1
+        (3, 1, 8, 0.375),  # the worked example: 3 kept, one of them with a wrong expectation
     ],
 )
-def test_validity_reward(n_valid: int, n_invalid: int, k: int, expected: float) -> None:
-    assert validity_reward(n_valid, n_invalid, k) == pytest.approx(expected)
+def test_validity_reward(n_kept: int, n_invalid: int, k: int, expected: float) -> None:
+    assert validity_reward(n_kept, n_invalid, k) == pytest.approx(expected)
 
 
 def test_validity_reward_rejects_bad_counts() -> None:
-    with pytest.raises(ValueError, match="n_valid"):
+    with pytest.raises(ValueError, match="n_kept"):
         validity_reward(-1, 0, 8)
     with pytest.raises(ValueError, match="k must be"):
         validity_reward(1, 0, 0)
@@ -146,38 +147,52 @@ def test_validity_reward_rejects_bad_counts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("gen_failures", "k", "mb_failures", "mb_total", "expected"),
+    ("gen_failures", "k", "mb_failures", "mb_total", "n_kept", "expected"),
     [
-        (3, 8, None, None, 0.375),  # generated only: 3/8
-        (0, 8, None, None, 0.0),
-        (8, 8, None, 0, 1.0),  # an empty replay counts as "generated only": 8/8
-        (2, 4, None, None, 0.5),  # K = 4: 2/4
+        (3, 8, None, None, 5, 0.375),  # kept tests only: 3/8
+        (0, 8, None, None, 4, 0.0),
+        (8, 8, None, 0, 8, 1.0),  # an empty replay counts as "kept tests only": 8/8
+        (2, 4, None, None, 3, 0.5),  # K = 4: 2/4
         # relative to the mistake book: (gen rate - mb rate + 1) / 2
-        (4, 8, 1, 4, 0.625),  # (0.5 - 0.25 + 1) / 2 = 1.25 / 2
-        (0, 8, 3, 3, 0.0),  # the book breaks it, the suite does not: (0 - 1 + 1) / 2
-        (8, 8, 0, 5, 1.0),  # the suite breaks it, the book does not: (1 - 0 + 1) / 2
-        (2, 8, 1, 4, 0.5),  # same failure rate as the book: (0.25 - 0.25 + 1) / 2
+        (4, 8, 1, 4, 8, 0.625),  # (0.5 - 0.25 + 1) / 2 = 1.25 / 2
+        (0, 8, 3, 3, 2, 0.0),  # the book breaks it, the suite does not: (0 - 1 + 1) / 2
+        (8, 8, 0, 5, 9, 1.0),  # the suite breaks it, the book does not: (1 - 0 + 1) / 2
+        (2, 8, 1, 4, 6, 0.5),  # same failure rate as the book: (0.25 - 0.25 + 1) / 2
+        (0, 8, 0, 4, 3, 0.5),  # both pass everything: (0 - 0 + 1) / 2
+        # replayed tests only, or nothing: 0 (not (0 - mb + 1) / 2)
+        (0, 8, 0, 4, 0, 0.0),
+        (0, 8, 4, 4, 0, 0.0),
+        (0, 8, None, None, 0, 0.0),
     ],
 )
 def test_adversarial_reward(
-    gen_failures: int, k: int, mb_failures: int | None, mb_total: int | None, expected: float
+    gen_failures: int,
+    k: int,
+    mb_failures: int | None,
+    mb_total: int | None,
+    n_kept: int,
+    expected: float,
 ) -> None:
-    assert adversarial_reward(gen_failures, k, mb_failures, mb_total) == pytest.approx(expected)
+    got = adversarial_reward(gen_failures, k, mb_failures, mb_total, n_kept=n_kept)
+    assert got == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(
-    ("args", "match"),
+    ("args", "n_kept", "match"),
     [
-        ((9, 8, None, None), "gen_failures must be <= k"),
-        ((1, 8, 5, 4), "mb_failures must be <= mb_total"),
-        ((1, 8, None, 4), "mb_failures is required"),
-        ((-1, 8, None, None), "gen_failures"),
-        ((1, 0, None, None), "k must be"),
+        ((9, 8, None, None), 9, "gen_failures must be <= k"),
+        ((1, 8, 5, 4), 2, "mb_failures must be <= mb_total"),
+        ((1, 8, None, 4), 2, "mb_failures is required"),
+        ((-1, 8, None, None), 2, "gen_failures"),
+        ((1, 0, None, None), 2, "k must be"),
+        ((3, 8, None, None), 2, "gen_failures must be <= n_kept"),
     ],
 )
-def test_adversarial_reward_rejects_bad_counts(args: tuple[int, ...], match: str) -> None:
+def test_adversarial_reward_rejects_bad_counts(
+    args: tuple[int, ...], n_kept: int, match: str
+) -> None:
     with pytest.raises(ValueError, match=match):
-        adversarial_reward(*args)  # type: ignore[arg-type]
+        adversarial_reward(*args, n_kept=n_kept)  # type: ignore[arg-type]
 
 
 # --- Test LLM: penalty ---------------------------------------------------------------------
@@ -187,10 +202,11 @@ def test_adversarial_reward_rejects_bad_counts(args: tuple[int, ...], match: str
     ("text", "expected"),
     [
         ("", 0.0),
-        ("assert f(1) == 2\n\tx\r\n", 0.0),  # newline, tab and CR are allowed
+        ("assert f(1) == 2\n\tx\r\n", 0.0),  # newline, tab and CR are in string.printable
+        ("a\x0b\x0c ", 0.0),  # so are vertical tab and form feed
         ("ab\x00\x01", 0.5),  # 2 of 4 characters are control characters
         ("\x1b[31m", 0.2),  # 1 ESC of 5 characters
-        ("é ü 中文", 0.0),  # printable non-ASCII
+        ("é ü 中文", 4 / 6),  # non-ASCII letters are not in string.printable (the authors' rule)
         ("\u200b" * 3 + "a", 0.75),  # zero-width spaces are not printable
     ],
 )
@@ -206,35 +222,41 @@ CLEAN = "assert f(1) == 1\n"
 @pytest.mark.parametrize(
     ("kwargs", "config", "expected"),
     [
-        # all 8 valid, candidate fails 2, no book: 0.5 * 1 + 0.5 * 2/8 = 0.625
-        (dict(n_valid=8, n_invalid=0, gen_failures=2), RewardConfig(), (0.625, 1.0, 0.25, 0.0)),
-        # 5 valid + 3 invalid-but-kept (wrong expected values; GT-corrected), fails 1 valid:
-        # R_val = min(5/8, 1 - 3/8) = 0.625; R_adv = 1/8; total 0.5*0.625 + 0.5*0.125 = 0.375
-        (dict(n_valid=5, n_invalid=3, gen_failures=1), RewardConfig(), (0.375, 0.625, 0.125, 0.0)),
-        # no valid tests at all (every call crashed the GT): 0.5 * 0 + 0.5 * 0 = 0
-        (dict(n_valid=0, n_invalid=6, gen_failures=0), RewardConfig(), (0.0, 0.0, 0.0, 0.0)),
-        # relative to the book: fails 4 of 8 valid, 1 of 4 book tests:
+        # 8 kept, all expectations right, candidate fails 2: 0.5 * 1 + 0.5 * 2/8 = 0.625
+        (dict(n_kept=8, n_invalid=0, gen_failures=2), RewardConfig(), (0.625, 1.0, 0.25, 0.0)),
+        # 8 kept of which 3 with wrong expectations (GT-corrected): R_val = min(8/8, 1 - 3/8)
+        # = 0.625; R_adv = 1/8; total 0.5 * 0.625 + 0.5 * 0.125 = 0.375
+        (dict(n_kept=8, n_invalid=3, gen_failures=1), RewardConfig(), (0.375, 0.625, 0.125, 0.0)),
+        # nothing kept (every call raised on the GT): 0.5 * 0 + 0.5 * 0 = 0
+        (dict(n_kept=0, n_invalid=6, gen_failures=0), RewardConfig(), (0.0, 0.0, 0.0, 0.0)),
+        # relative to the book: fails 4 of the first 8 kept, 1 of 4 book tests:
         # R_adv = (0.5 - 0.25 + 1) / 2 = 0.625; total = 0.5 * 1 + 0.5 * 0.625 = 0.8125
         (
-            dict(n_valid=8, n_invalid=0, gen_failures=4, mb_failures=1, mb_total=4),
+            dict(n_kept=8, n_invalid=0, gen_failures=4, mb_failures=1, mb_total=4),
             RewardConfig(),
             (0.8125, 1.0, 0.625, 0.0),
         ),
+        # book only (no kept test): R_adv = 0; R_val = 0
+        (
+            dict(n_kept=0, n_invalid=2, gen_failures=0, mb_failures=1, mb_total=4),
+            RewardConfig(),
+            (0.0, 0.0, 0.0, 0.0),
+        ),
         # alpha = 0.2: 0.2 * 0.75 + 0.8 * 3/8 = 0.15 + 0.3 = 0.45
         (
-            dict(n_valid=6, n_invalid=2, gen_failures=3),
+            dict(n_kept=6, n_invalid=2, gen_failures=3),
             RewardConfig(alpha=0.2),
             (0.45, 0.75, 0.375, 0),
         ),
         # alpha = 1: validity only: min(3/4, 1 - 1/4) = 0.75 with K = 4
         (
-            dict(n_valid=3, n_invalid=1, gen_failures=3),
+            dict(n_kept=3, n_invalid=1, gen_failures=3),
             RewardConfig(alpha=1.0, k=4),
             (0.75, 0.75, 0.75, 0),
         ),
         # alpha = 0, K = 4: adversarial only: 3/4
         (
-            dict(n_valid=4, n_invalid=0, gen_failures=3),
+            dict(n_kept=4, n_invalid=0, gen_failures=3),
             RewardConfig(alpha=0.0, k=4),
             (0.75, 1.0, 0.75, 0),
         ),
@@ -244,7 +266,7 @@ def test_tester_reward_table(
     kwargs: dict[str, int], config: RewardConfig, expected: tuple[float, float, float, float]
 ) -> None:
     result = rewards.tester_reward(
-        n_valid=kwargs["n_valid"],
+        n_kept=kwargs["n_kept"],
         n_invalid=kwargs["n_invalid"],
         gen_failures=kwargs["gen_failures"],
         mb_failures=kwargs.get("mb_failures"),
@@ -261,10 +283,11 @@ def test_tester_reward_table(
     assert result.reason == ""
 
 
-def test_tester_reward_is_zero_when_the_candidate_did_not_run() -> None:
-    # Even a perfect suite (8 valid, 8 failures) earns 0 against code that does not compile.
+def test_tester_reward_is_minus_the_penalty_when_the_candidate_did_not_run() -> None:
+    # Even a perfect suite (8 kept, 8 failures) earns 0 against code that does not compile, and
+    # the penalty is still subtracted (the authors subtract it before the validity check).
     result = rewards.tester_reward(
-        n_valid=8,
+        n_kept=8,
         n_invalid=0,
         gen_failures=8,
         mb_failures=None,
@@ -272,18 +295,28 @@ def test_tester_reward_is_zero_when_the_candidate_did_not_run() -> None:
         candidate_ran=False,
         text="\x00" + CLEAN,
     )
-    assert result.total == 0.0
+    assert result.total == pytest.approx(-1 / 18)
     assert result.r_adv == 0.0
     assert result.r_val == 1.0  # reported for diagnostics
     assert result.penalty == pytest.approx(1 / 18)
     assert result.reason == "candidate_did_not_run"
+    clean = rewards.tester_reward(
+        n_kept=8,
+        n_invalid=0,
+        gen_failures=8,
+        mb_failures=None,
+        mb_total=None,
+        candidate_ran=False,
+        text=CLEAN,
+    )
+    assert clean.total == 0.0
 
 
 def test_tester_penalty_is_subtracted_without_clipping() -> None:
-    # 1 valid of K=8, no failures: R = 0.5 * 1/8 + 0 = 0.0625; text is 1/2 non-printable:
+    # 1 kept of K=8, no failures: R = 0.5 * 1/8 + 0 = 0.0625; text is 1/2 non-printable:
     # total = 0.0625 - 0.5 = -0.4375 (not clipped at 0)
     result = rewards.tester_reward(
-        n_valid=1,
+        n_kept=1,
         n_invalid=0,
         gen_failures=0,
         mb_failures=None,
@@ -295,8 +328,8 @@ def test_tester_penalty_is_subtracted_without_clipping() -> None:
 
 
 def test_rewards_from_a_graded_suite_with_duplicates() -> None:
-    # Eight parsed tests; the GT crashes on #2, #4 duplicates #1, #5's expectation is wrong
-    # (kept with the GT value). K = 4 stops the walk after four kept tests: #1, #3, #5, #6.
+    # Eight parsed tests; the GT raises on #2, #4 duplicates #1, #5's expectation is wrong
+    # (kept with the GT value, and invalid). No cap at K: every other test is kept.
     cases = [TestCase(f"f({i})", "0", i, "") for i in (1, 2, 3, 1, 5, 6, 7, 8)]
     grading = grade_suite(
         cases,
@@ -304,22 +337,19 @@ def test_rewards_from_a_graded_suite_with_duplicates() -> None:
         gt_values=[1, None, 3, 1, 5, 6, 7, 8],
         expected_ok=[True] * 8,
         expected_values=[1, 2, 3, 1, 50, 6, 7, 8],
-        k=4,
     )
-    # considered: #1 valid, #2 dropped, #3 valid, #4 dup, #5 invalid kept, #6 valid -> stop
-    assert (grading.n_valid, grading.n_invalid) == (3, 3)
-    assert grading.valid_mask == (True, True, False, True)
-    # The candidate fails kept tests #3 (valid) and #5 (invalid-but-kept): only #3 counts for
-    # R_adv (failures among valid tests), both count for the coder's pass rate (2/4 passed).
-    candidate_passes = (True, False, False, True)
-    gen_failures = sum(
-        v and not p for v, p in zip(grading.valid_mask, candidate_passes, strict=True)
-    )
-    assert gen_failures == 1
+    # kept: #1, #3, #5 (corrected), #6, #7, #8 = 6; invalid: #2 raised, #4 duplicate, #5 wrong
+    assert (grading.n_kept, grading.n_invalid, grading.n_valid) == (6, 3, 5)
+    assert grading.valid_mask == (True, True, False, True, True, True)
+    # The candidate fails kept tests #3 and #5 (#5 counts although its expectation was wrong)
+    # and #8; with K = 4 the tester's fail rate looks at the first 4 kept only (#1 #3 #5 #6).
+    candidate_passes = (True, False, False, True, True, False)
     config = RewardConfig(k=4)
-    # R_val = min(3/4, 1 - 3/4) = 0.25; R_adv = 1/4; total = 0.5 * 0.25 + 0.5 * 0.25 = 0.25
+    gen_failures = sum(not p for p in candidate_passes[: config.k])
+    assert gen_failures == 2
+    # R_val = min(6/4, 1 - 3/4) = 0.25; R_adv = 2/4; total = 0.5 * 0.25 + 0.5 * 0.5 = 0.375
     tester = rewards.tester_reward(
-        n_valid=grading.n_valid,
+        n_kept=grading.n_kept,
         n_invalid=grading.n_invalid,
         gen_failures=gen_failures,
         mb_failures=None,
@@ -328,6 +358,7 @@ def test_rewards_from_a_graded_suite_with_duplicates() -> None:
         text=CLEAN,
         config=config,
     )
-    assert tester.total == pytest.approx(0.25)
-    # Coder: generated pass rate 2/4 and book 1/2 -> (0.5 + 0.5) / 2 = 0.5
-    assert score_coder([sum(candidate_passes) / 4], 0.5, config=config).total == pytest.approx(0.5)
+    assert tester.total == pytest.approx(0.375)
+    # Coder: pass rate over ALL 6 kept tests (3/6) and book 1/2 -> (0.5 + 0.5) / 2 = 0.5
+    gen_rate = sum(candidate_passes) / grading.n_kept
+    assert score_coder([gen_rate], 0.5, config=config).total == pytest.approx(0.5)

@@ -20,8 +20,8 @@ from codea1_env.testcases import (
 )
 
 
-def calls(text: str, entry: str = "f") -> list[tuple[str, str]]:
-    return [(c.call, c.expected) for c in parse_tests(text, entry).cases]
+def calls(text: str, entry: str = "f", inline: str = "arguments") -> list[tuple[str, str]]:
+    return [(c.call, c.expected) for c in parse_tests(text, entry, inline=inline).cases]  # type: ignore[arg-type]
 
 
 def reasons(text: str, entry: str = "f") -> list[str]:
@@ -48,7 +48,6 @@ def reasons(text: str, entry: str = "f") -> list[str]:
         ("print(f(1))", "not_assert"),
         ("import math", "not_assert"),
         ("for i in range(3):\n    assert f(i) == i", "not_assert"),
-        ("f = lambda x: 3", "shadows_entry_point"),
     ],
 )
 def test_rejected_shapes(line: str, reason: str) -> None:
@@ -56,6 +55,40 @@ def test_rejected_shapes(line: str, reason: str) -> None:
     assert parsed.cases == ()
     assert [r.reason for r in parsed.rejected] == [reason]
     assert reason in REJECT_REASONS
+
+
+def test_shadowing_the_entry_point_is_rejected_when_inlining_anywhere() -> None:
+    parsed = parse_tests("f = lambda x: 3", "f", inline="anywhere")
+    assert [r.reason for r in parsed.rejected] == ["shadows_entry_point"]
+    # the authors' rule only remembers the name (it is never the callee): nothing to reject
+    assert parse_tests("f = lambda x: 3", "f").rejected == ()
+
+
+def test_authors_rule_substitutes_bare_name_arguments_only() -> None:
+    text = """
+x = [1, 2, 3]
+y: int = 4
+a = b = 'z'
+k = 5
+n = 2
+n += 3
+m = x
+assert f(x, y) == a
+assert f(x, key=k) == x
+assert f(x + [4]) == 1
+assert f(*x) == 2
+assert f(n) == 3
+assert f(m) == 4
+"""
+    assert calls(text) == [
+        ("f([1, 2, 3], y)", "a"),  # annotated and chained assignments are not remembered
+        ("f([1, 2, 3], key=5)", "x"),  # keyword values too; never the expected side
+        ("f(x + [4])", "1"),  # a name inside an expression stays (the GT run fails on it)
+        ("f(*x)", "2"),  # a starred name is not a bare argument
+        ("f(2)", "3"),  # ``n += 3`` is not remembered
+        ("f(x)", "4"),  # remembered as written: ``m`` becomes ``x``, not its value
+    ]
+    assert parse_tests(text, "f").rejected == ()
 
 
 def test_accepted_shape_is_normalized() -> None:
@@ -98,7 +131,7 @@ assert f(x, y) == a
 assert f(b) == n
 assert f(p, q, r) == [x]
 """
-    assert calls(text) == [
+    assert calls(text, inline="anywhere") == [
         ("f([1, 2, 3], 4)", "'z'"),
         ("f('z')", "2 + 3"),
         ("f(1, 2, 3)", "[[1, 2, 3]]"),
@@ -107,7 +140,11 @@ assert f(p, q, r) == [x]
 
 def test_reassignment_uses_latest_value_and_chains() -> None:
     text = "x = 1\nassert f(x) == 1\nx = x + 1\nassert f(x) == 2\ny = [x, x]\nassert f(y) == 3"
-    assert calls(text) == [("f(1)", "1"), ("f(1 + 1)", "2"), ("f([1 + 1, 1 + 1])", "3")]
+    assert calls(text, inline="anywhere") == [
+        ("f(1)", "1"),
+        ("f(1 + 1)", "2"),
+        ("f([1 + 1, 1 + 1])", "3"),
+    ]
 
 
 def test_scoped_names_in_comprehensions_and_lambdas_are_not_inlined() -> None:
@@ -119,7 +156,7 @@ assert f(lambda x: x + 1) == 3
 assert f(lambda y=x: y) == 4
 assert f({x: x for x in 'ab'}) == 5
 """
-    assert calls(text) == [
+    assert calls(text, inline="anywhere") == [
         ("f([x for x in range(3)])", "1"),
         ("f([10 + y for y in range(10)])", "2"),
         ("f(lambda x: x + 1)", "3"),
@@ -133,9 +170,12 @@ assert f({x: x for x in 'ab'}) == 5
     ["a, b = g()", "a, *b = 1, 2, 3", "a += 1", "[a, b] = range(2)", "(a, b) = [1]"],
 )
 def test_complex_assignments_reject_dependent_asserts(assignment: str) -> None:
-    parsed = parse_tests(f"{assignment}\nassert f(a) == 1\nassert f(2) == 2", "f")
+    text = f"{assignment}\nassert f(a) == 1\nassert f(2) == 2"
+    parsed = parse_tests(text, "f", inline="anywhere")
     assert [(c.call, c.expected) for c in parsed.cases] == [("f(2)", "2")]
     assert [r.reason for r in parsed.rejected] == ["unresolved_name"]
+    # the authors' rule ignores such assignments: the name stays, and the GT run fails on it
+    assert calls(text) == [("f(a)", "1"), ("f(2)", "2")]
 
 
 def test_unassigned_names_are_left_for_the_sandbox() -> None:
@@ -147,22 +187,27 @@ def test_exponential_inlining_is_bounded() -> None:
     lines = ["x0 = [1, 2, 3]"] + [f"x{i + 1} = x{i} + x{i}" for i in range(40)]
     text = "\n".join(lines) + "\nassert f(x40) == 1\nassert f(x2) == 2"
     start = time.perf_counter()
-    parsed = parse_tests(text, "f")
+    parsed = parse_tests(text, "f", inline="anywhere")
     assert time.perf_counter() - start < 2.0
     assert [r.reason for r in parsed.rejected] == ["too_long"]
     assert [c.expected for c in parsed.cases] == ["2"]
+    # the authors' rule does not chain: x40 becomes ``x39 + x39``
+    assert calls(text)[0] == ("f(x39 + x39)", "1")
 
 
 # --- duplicates, limits, reasons -----------------------------------------------------------
 
 
-def test_syntactic_duplicates_are_rejected_after_inlining() -> None:
+def test_repeated_calls_are_cases_with_equal_keys() -> None:
+    # Duplicates are graded (invalid, not kept), not rejected by the parser: they count.
     text = "assert f(1) == 1\nassert f( 1 ) == 2\nx = 1\nassert f(x) == 3\nassert f(2) == 3"
     parsed = parse_tests(text, "f")
-    assert [c.call for c in parsed.cases] == ["f(1)", "f(2)"]
-    assert [(r.line, r.reason) for r in parsed.rejected] == [(2, "duplicate"), (4, "duplicate")]
-    assert parsed.cases[0].key == TestCase("f(1)", "0", 9, "").key
-    assert parsed.cases[0].key != parsed.cases[1].key
+    assert [c.call for c in parsed.cases] == ["f(1)", "f(1)", "f(1)", "f(2)"]
+    assert parsed.rejected == ()
+    keys = [c.key for c in parsed.cases]
+    assert keys[0] == keys[1] == keys[2] == TestCase("f(1)", "0", 9, "").key != keys[3]
+    # after materialization the written form is the key
+    assert TestCase("f((1,))", "0", 1, "", written="f(tuple([1]))").key == "f(tuple([1]))"
 
 
 def test_max_cases() -> None:
@@ -307,12 +352,12 @@ def test_io_pairs_with_tagged_fences_and_errors() -> None:
     text = (
         "```input\n1 2\n```\n```output\n3\n```\n"
         "```output\n9\n```\n"  # no input before it
-        "```input\n1 2\n```\n```output\n3\n```\n"  # duplicate input
+        "```input\n1 2\n```\n```output\n3\n```\n"  # repeated input: graded as a duplicate
         "```input\n7\n```\n"  # no output after it
     )
     parsed = parse_io_pairs(text)
-    assert parsed.pairs == (IOPair("1 2\n", "3\n"),)
-    assert [r.reason for r in parsed.rejected] == ["missing_input", "duplicate", "missing_output"]
+    assert parsed.pairs == (IOPair("1 2\n", "3\n"), IOPair("1 2\n", "3\n"))
+    assert [r.reason for r in parsed.rejected] == ["missing_input", "missing_output"]
 
 
 def test_io_pairs_limits_and_empty() -> None:
@@ -416,45 +461,66 @@ def test_grade_suite_statuses_in_order() -> None:
         gt_values=[10, None, 30, 10, 40, 50],
         expected_ok=[True, True, True, True, False, True],
         expected_values=[10, 0, 31, 10, None, 50],
-        k=8,
     )
     statuses = [g.status for g in grading.graded]
     assert statuses == [
         "valid",  # GT 10 == expected 10
         "dropped_gt_error",  # GT raised
-        "invalid_kept",  # expected 31 != GT 30: kept with GT value 30
-        "dropped_duplicate",  # same call as the first
+        "invalid_kept",  # expected 31 != GT 30: kept with GT value 30, and invalid
+        "dropped_duplicate",  # same normalized statement as the first
         "invalid_kept",  # expected failed to evaluate
         "valid",
     ]
     assert [t.gt_value for t in grading.tests] == [10, 30, 40, 50]
     assert grading.valid_mask == (True, False, False, True)
-    assert (grading.n_valid, grading.n_invalid) == (2, 4)
+    assert (grading.n_kept, grading.n_invalid, grading.n_valid) == (4, 4, 2)
     assert grading.graded[1].gt_value is None and not grading.graded[1].kept
 
 
-def test_grade_suite_stops_after_k_kept_and_uses_typed_equality() -> None:
-    cases = _cases("f(1)", "f(2)", "f(3)", "f(4)")
-    grading = grade_suite(
-        cases,
-        gt_call_ok=[False, True, True, True],
-        gt_values=[None, 1, 2.0, 3],
-        expected_ok=[True] * 4,
-        expected_values=[0, True, 2.0 + 1e-12, 3],  # True is not 1; floats are close
-        k=2,
+def test_grade_suite_has_no_cap_and_uses_the_chosen_equality() -> None:
+    from codea1_env.plain import values_equal
+
+    cases = _cases("f(1)", "f(2)", "f(3)", "f(4)", *(f"f({i})" for i in range(5, 15)))
+    n = len(cases)
+    gt_values = [None, 1, 2.0, 3, *range(5, 15)]
+    expected = [0, True, 2.0 + 1e-12, 3, *range(5, 15)]
+    python = grade_suite(cases, [False] + [True] * (n - 1), gt_values, [True] * n, expected)
+    # Python's ==: True == 1 holds, 2.0 + 1e-12 != 2.0; all 13 are kept (no cap at K = 8)
+    assert [g.status for g in python.graded[:4]] == [
+        "dropped_gt_error",
+        "valid",
+        "invalid_kept",
+        "valid",
+    ]
+    assert (python.n_kept, python.n_invalid) == (13, 2)
+    strict = grade_suite(
+        cases, [False] + [True] * (n - 1), gt_values, [True] * n, expected, equal=values_equal
     )
-    assert [g.status for g in grading.graded] == ["dropped_gt_error", "invalid_kept", "valid"]
-    assert (grading.n_valid, grading.n_invalid) == (1, 2)
-    assert len(grading.tests) == 2
+    # strict: True is not 1; floats are close
+    assert [g.status for g in strict.graded[:4]] == [
+        "dropped_gt_error",
+        "invalid_kept",
+        "valid",
+        "valid",
+    ]
+
+
+def test_duplicates_compare_the_written_call_and_the_gt_value() -> None:
+    # f(x) with x = 1 and f(1) are the same statement; f(1.0) is not (repr differs)
+    cases = [
+        TestCase("f(1)", "1", 1, ""),
+        TestCase("f(1)", "1", 2, "", written="f(1)"),
+        TestCase("f(1.0)", "1", 3, ""),
+    ]
+    grading = grade_suite(cases, [True] * 3, [1, 1, 1.0], [True] * 3, [1, 1, 1])
+    assert [g.status for g in grading.graded] == ["valid", "dropped_duplicate", "valid"]
 
 
 def test_grade_suite_io_pairs_and_bad_arguments() -> None:
     pairs = [IOPair("1\n", "1\n"), IOPair("1\n", "2\n"), IOPair("2\n", "5\n")]
     grading = grade_suite(
-        pairs, [True] * 3, ["1\n", "1\n", "4\n"], [True] * 3, ["1\n", "2\n", "5\n"], 8
+        pairs, [True] * 3, ["1\n", "1\n", "4\n"], [True] * 3, ["1\n", "2\n", "5\n"]
     )
     assert [g.status for g in grading.graded] == ["valid", "dropped_duplicate", "invalid_kept"]
     with pytest.raises(ValueError, match="lengths"):
-        grade_suite(pairs, [True], [1], [True], [1], 8)
-    with pytest.raises(ValueError, match="k must be"):
-        grade_suite([], [], [], [], [], 0)
+        grade_suite(pairs, [True], [1], [True], [1])

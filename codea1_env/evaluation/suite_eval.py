@@ -1,23 +1,27 @@
 """Run generated test suites against the GT, candidate codes and the GT's mutants, batched.
 
 :class:`SuiteEvaluator` turns ``(problem, suites, candidate codes)`` into the tables the pure
-metrics of :mod:`codea1_env.evaluation.metrics` need. For a batch of problems it builds **one**
-:meth:`Sandbox.run` call holding, per problem:
+metrics of :mod:`codea1_env.evaluation.metrics` need. It grades through the **same path as
+training**: one :meth:`~codea1_env.referee.Referee.judge_many` call per batch, so parsing, the
+argument materialization, the GT correction (rules 1-3 of DESIGN.md) and the value comparison are
+the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come out next to
+the evaluation metrics. Per problem the referee judges:
 
-* the GT program on every distinct generated call, every non-literal expected expression and every
-  GT test call;
-* each candidate code on every distinct generated call and every GT test call;
+* the GT itself and each candidate code against every suite (one item);
 * each mutant of the GT (from :mod:`codea1_env.mutation`, cached per GT program in a
-  :class:`~codea1_env.mutation.MutantCache`) on the GT test calls and the generated calls.
+  :class:`~codea1_env.mutation.MutantCache`) against every suite, under the shorter
+  ``mutant_limits`` (a second item of the same problem; its GT runs are shared).
 
-Values are compared in this (trusted) process with :func:`codea1_env.plain.values_equal`; the
-untrusted processes never see an expected value.
+The evaluator's referee has its own empty mistake book and never updates it, so evaluation
+replays no book test and changes nothing.
 
-Which generated tests count: the accepted asserts of :func:`~codea1_env.testcases.parse_tests`
-plus the asserts it rejected as ``"duplicate"`` (a repeated call), in source order. Each test gets
-a status: ``"valid"`` (the GT returns the expected value), ``"wrong_expected"`` (the GT returns
-another value, or the expected expression fails), ``"gt_error"`` (the GT cannot run the call) or
-``"duplicate"``. Only ``"valid"`` tests are valid. Duplicates are not run.
+Statuses of a suite's tests, in the tester's order (every assert that became a test; asserts the
+parser rejected are not tests, as in the authors' rule 1): ``"valid"`` (kept, expectation right),
+``"wrong_expected"`` (kept with the GT's value: the expectation was wrong or did not evaluate),
+``"gt_error"`` (the GT raised on the call), ``"duplicate"`` (same normalized statement as an
+earlier kept test), ``"bad_arguments"`` (the arguments did not evaluate to plain data, so the call
+cannot run) and ``"filtered"`` (removed by the optional quality filter). Only ``"valid"`` tests are
+valid for UnLeakedTestBench's validity.
 
 Function problems only: a stdio problem's suites get ``parse_reason == "stdio_unsupported"`` and
 no tests.
@@ -27,22 +31,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from codea1_env import plain
-from codea1_env.arguments import MISSING, literal_value
 from codea1_env.evaluation.metrics import classify_mutant
+from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.mutation import MutantCache
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import CallResult, Job, JobResult, Limits, Sandbox
-from codea1_env.testcases import TestCase, extract_code, parse_tests
+from codea1_env.referee import Judgement, Referee, SuiteVerdict
+from codea1_env.rewards import RewardConfig
+from codea1_env.sandbox.base import JobResult, Limits, Sandbox
+from codea1_env.testcases import TestCase
 
-__all__ = ["EvaluatedSuite", "ProblemEvaluation", "SuiteEvaluator", "TestStatus"]
+__all__ = ["TEST_STATUSES", "EvaluatedSuite", "ProblemEvaluation", "SuiteEvaluator", "TestStatus"]
 
-TestStatus = str
-"""``"valid"``, ``"wrong_expected"``, ``"gt_error"`` or ``"duplicate"``."""
+TestStatus = Literal[
+    "valid", "wrong_expected", "gt_error", "duplicate", "bad_arguments", "filtered"
+]
+"""What became of one generated test (see the module docstring)."""
 
-_CALLS_PER_JOB = 64
+TEST_STATUSES: tuple[str, ...] = (
+    "valid",
+    "wrong_expected",
+    "gt_error",
+    "duplicate",
+    "bad_arguments",
+    "filtered",
+)
+
+_GRADE_TO_STATUS: dict[str, TestStatus] = {
+    "valid": "valid",
+    "invalid_kept": "wrong_expected",
+    "dropped_gt_error": "gt_error",
+    "dropped_duplicate": "duplicate",
+}
 
 
 @dataclass(frozen=True)
@@ -50,12 +71,19 @@ class EvaluatedSuite:
     """One generated suite, run against the GT, the candidates and the mutants.
 
     Attributes:
-        statuses: Per test (source order, at most ``max_tests``), its status.
+        statuses: Per test (the tester's order, at most ``max_tests``), its status.
         valid: Per test, ``status == "valid"``.
-        cases: Per test, the parsed case (None for duplicates).
-        mutant_kills: ``[scored mutant][test]``: the mutant's value differs from the GT's.
-        candidate_passes: ``[candidate][test]``: the candidate returns the value the test expects.
+        cases: Per test, the graded case (None when the call could not run: bad arguments or
+            filtered).
+        mutant_kills: ``[scored mutant][test]``: a kept test on which the mutant's value differs
+            from the GT's (or the mutant's call fails); False for tests that are not kept.
+        candidate_passes: ``[candidate][test]``: the candidate returns the value the TESTER
+            claims (before GT correction), as best-of-N selection and CURE's p00 need it; False
+            for tests that are not kept.
         parse_reason: Why no test was parsed (``""`` when some were).
+        r_val: The training validity reward of the suite (rule 3), as the referee computes it.
+        n_kept: Kept tests (rule 3).
+        n_invalid: Invalid tests (rule 3).
 
     """
 
@@ -65,6 +93,9 @@ class EvaluatedSuite:
     mutant_kills: tuple[tuple[bool, ...], ...]
     candidate_passes: tuple[tuple[bool, ...], ...]
     parse_reason: str = ""
+    r_val: float = 0.0
+    n_kept: int = 0
+    n_invalid: int = 0
 
 
 @dataclass(frozen=True)
@@ -79,7 +110,9 @@ class ProblemEvaluation:
         n_mutants: Mutants generated (after the ``max_mutants`` cut).
         n_crashing: Mutants that fail on a GT input (excluded from mut@k).
         n_equivalent: Mutants that match the GT on every input tried (excluded from mut@k).
-        candidate_results: The sandbox results of the candidate jobs (for the monitor).
+        judgement: The referee's judgement of the GT and the candidates (row 0 is the GT).
+        candidate_results: Kept for compatibility; the referee's monitor metrics are in
+            ``judgement.metrics`` (always empty).
 
     """
 
@@ -90,26 +123,8 @@ class ProblemEvaluation:
     n_mutants: int = 0
     n_crashing: int = 0
     n_equivalent: int = 0
+    judgement: Judgement | None = field(default=None, repr=False)
     candidate_results: tuple[JobResult, ...] = field(default=(), repr=False)
-
-
-@dataclass
-class _Entry:
-    status: TestStatus
-    case: TestCase | None
-
-
-@dataclass
-class _Plan:
-    problem: Problem
-    entries: list[list[_Entry]]
-    reasons: list[str]
-    gt_calls: list[str]
-    calls: list[str]  # distinct generated calls (by source text)
-    expected: list[str]  # non-literal expected expressions
-    candidates: list[str | None]
-    mutants: list[str]
-    jobs: dict[str, list[tuple[int, list[str]]]] = field(default_factory=dict)
 
 
 class SuiteEvaluator:
@@ -121,10 +136,13 @@ class SuiteEvaluator:
         mutant_limits: Per-job limits of the mutant jobs. The call timeout is shorter by default
             (0.5 s): a mutant that loops (an off-by-one in a loop bound) would otherwise hold a
             worker for the full timeout; a mutant that times out counts as failing that call.
-        max_tests: Tests read per suite (the rest are ignored). Metrics use the first ``k``.
+        max_tests: Tests reported per suite (the first ones in the tester's order). Metrics use
+            the first ``k``; ``r_val``/``n_kept``/``n_invalid`` count every test, as training.
         max_mutants: Mutants per problem (None: all). With a cut the first ones in the
             operators' deterministic order are kept.
         mutant_cache: A shared cache of generated mutants (one is created when None).
+        reward_config: The scoring settings (K, alpha, the inlining policy, the equality) of
+            the training run to compare with; the defaults are the paper's.
 
     """
 
@@ -137,6 +155,7 @@ class SuiteEvaluator:
         max_tests: int = 16,
         max_mutants: int | None = None,
         mutant_cache: MutantCache | None = None,
+        reward_config: RewardConfig | None = None,
     ) -> None:
         if max_tests < 1:
             raise ValueError(f"max_tests must be >= 1, got {max_tests}")
@@ -146,6 +165,18 @@ class SuiteEvaluator:
         self.max_tests = max_tests
         self.max_mutants = max_mutants
         self.mutant_cache = mutant_cache if mutant_cache is not None else MutantCache()
+        config = reward_config or RewardConfig()
+        if config.mode == "golden":  # golden mode plays no tester: grade suites as code-a1 does
+            config = RewardConfig(
+                alpha=config.alpha, k=config.k, inline=config.inline, equality=config.equality
+            )
+        self.referee = Referee(
+            sandbox=sandbox,
+            reward_config=config,
+            limits=self.limits,
+            mistake_book=InMemoryMistakeBook(),
+            owns_sandbox=False,
+        )
 
     def evaluate(
         self,
@@ -164,204 +195,131 @@ class SuiteEvaluator:
             One :class:`ProblemEvaluation` per triple, in order.
 
         """
-        plans = [self._plan(p, suites, codes, with_mutants) for p, suites, codes in batch]
-        jobs: list[Job] = []
-        for index, plan in enumerate(plans):
-            self._add_jobs(index, plan, jobs)
-        results = self.sandbox.run(jobs) if jobs else []
-        return [self._score(plan, results) for plan in plans]
-
-    # ------------------------------------------------------------------ planning
-    def _plan(
-        self, problem: Problem, suites: Sequence[str], codes: Sequence[str], with_mutants: bool
-    ) -> _Plan:
-        entries: list[list[_Entry]] = []
-        reasons: list[str] = []
-        calls: dict[str, None] = {}
-        expected: dict[str, None] = {}
-        stdio = problem.kind == "stdio"
-        for text in suites:
-            if stdio:
-                entries.append([])
-                reasons.append("stdio_unsupported")
+        items: list[tuple[Problem, list[str], list[list[str]]]] = []
+        limits: list[Limits | None] = []
+        where: list[tuple[int, int | None, int]] = []  # (item, mutant item, n_mutants)
+        for problem, suites, codes in batch:
+            texts = [t if isinstance(t, str) else "" for t in suites]
+            if problem.kind == "stdio":
+                where.append((-1, None, 0))
                 continue
-            parsed = parse_tests(text if isinstance(text, str) else "", problem.entry_point)
-            ordered: list[tuple[int, _Entry]] = [(c.line, _Entry("", c)) for c in parsed.cases]
-            ordered += [
-                (r.line, _Entry("duplicate", None))
-                for r in parsed.rejected
-                if r.reason == "duplicate"
-            ]
-            ordered.sort(key=lambda item: item[0])
-            row = [entry for _line, entry in ordered[: self.max_tests]]
-            for entry in row:
-                if entry.case is not None:
-                    calls[entry.case.call] = None
-                    if literal_value(entry.case.expected) is MISSING:
-                        expected[entry.case.expected] = None
-            entries.append(row)
-            reasons.append(parsed.reason)
-        gt_calls = (
-            []
-            if stdio
-            else [c.call for c in parse_tests("\n".join(problem.tests), problem.entry_point).cases]
+            rows = [problem.gt_program, *codes]
+            item = len(items)
+            items.append((problem, rows, [list(texts) for _ in rows]))
+            limits.append(None)
+            mutants: list[str] = []
+            if with_mutants and texts:
+                mutants = [
+                    m.source
+                    for m in self.mutant_cache.get(problem.gt_program, max_mutants=self.max_mutants)
+                ]
+            mutant_item: int | None = None
+            if mutants:
+                mutant_item = len(items)
+                items.append((problem, mutants, [list(texts) for _ in mutants]))
+                limits.append(self.mutant_limits)
+            where.append((item, mutant_item, len(mutants)))
+        judgements = (
+            self.referee.judge_many(items, update_book=False, candidate_limits=limits)
+            if items
+            else []
         )
-        programs = [_program_of(code) for code in codes]
-        mutants: list[str] = []
-        if with_mutants and not stdio and calls:
-            mutants = [
-                m.source
-                for m in self.mutant_cache.get(problem.gt_program, max_mutants=self.max_mutants)
-            ]
-        return _Plan(
-            problem, entries, reasons, gt_calls, list(calls), list(expected), programs, mutants
-        )
-
-    def _add_jobs(self, index: int, plan: _Plan, jobs: list[Job]) -> None:
-        if plan.problem.kind == "stdio":
-            return
-        run_calls = list(dict.fromkeys(plan.gt_calls + plan.calls))
-
-        def add(key: str, program: str, keys: list[str], limits: Limits = self.limits) -> None:
-            slots = plan.jobs.setdefault(key, [])
-            for start in range(0, max(len(keys), 1), _CALLS_PER_JOB):
-                chunk = keys[start : start + _CALLS_PER_JOB]
-                slots.append((len(jobs), chunk))
-                jobs.append(
-                    Job(
-                        program=program,
-                        calls=tuple(chunk),
-                        limits=limits,
-                        tag=f"eval:{plan.problem.task_id}:{key}",
+        out: list[ProblemEvaluation] = []
+        for (problem, suites, codes), (item, mutant_item, n_mutants) in zip(batch, where):
+            if item < 0:
+                out.append(
+                    ProblemEvaluation(
+                        task_id=problem.task_id,
+                        suites=tuple(_stdio_suite() for _ in suites),
+                        candidate_correct=tuple(False for _ in codes),
+                        candidate_gt_pass_rates=tuple(0.0 for _ in codes),
                     )
                 )
+                continue
+            judged_mutants = judgements[mutant_item] if mutant_item is not None else None
+            out.append(self._problem(problem, judgements[item], judged_mutants, n_mutants))
+        return out
 
-        gt_keys = list(dict.fromkeys(run_calls + plan.expected))
-        if gt_keys:
-            add("gt", plan.problem.gt_program, gt_keys)
-        for c_index, program in enumerate(plan.candidates):
-            if program is not None and run_calls:
-                add(f"code{c_index}", program, run_calls)
-        for m_index, source in enumerate(plan.mutants):
-            add(f"mutant{m_index}", source, run_calls, self.mutant_limits)
-
-    # ------------------------------------------------------------------ scoring
-    def _score(self, plan: _Plan, results: list[JobResult]) -> ProblemEvaluation:
-        def outcome(key: str) -> tuple[dict[str, CallResult], list[JobResult]]:
-            found: dict[str, CallResult] = {}
-            raw: list[JobResult] = []
-            for job_index, chunk in plan.jobs.get(key, []):
-                result = results[job_index]
-                raw.append(result)
-                found.update(zip(chunk, result.calls))
-            return found, raw
-
-        gt, _ = outcome("gt")
-
-        def gt_value(key: str) -> Any:
-            call = gt.get(key)
-            return call.value if call is not None and call.ok else MISSING
-
-        def expected_value(case: TestCase) -> Any:
-            literal = literal_value(case.expected)
-            return literal if literal is not MISSING else gt_value(case.expected)
-
-        # statuses
-        for row in plan.entries:
-            for entry in row:
-                if entry.case is None:
-                    continue
-                reference = gt_value(entry.case.call)
-                wanted = expected_value(entry.case)
-                if reference is MISSING:
-                    entry.status = "gt_error"
-                elif wanted is not MISSING and plain.values_equal(wanted, reference):
-                    entry.status = "valid"
-                else:
-                    entry.status = "wrong_expected"
-
-        gt_inputs = [c for c in plan.gt_calls if gt_value(c) is not MISSING]
-
-        def same(values: dict[str, CallResult], key: str, reference: Any) -> bool:
-            call = values.get(key)
-            return bool(
-                reference is not MISSING
-                and call is not None
-                and call.ok
-                and plain.values_equal(call.value, reference)
-            )
-
-        # candidates
-        correct: list[bool] = []
-        rates: list[float] = []
-        cand_values: list[dict[str, CallResult]] = []
-        cand_raw: list[JobResult] = []
-        for c_index in range(len(plan.candidates)):
-            values, raw = outcome(f"code{c_index}")
-            cand_values.append(values)
-            cand_raw.extend(raw)
-            passed = sum(same(values, c, gt_value(c)) for c in gt_inputs)
-            rate = passed / len(gt_inputs) if gt_inputs else 0.0
-            rates.append(rate)
-            correct.append(bool(gt_inputs) and passed == len(gt_inputs))
-
-        # mutants
-        mutant_values = [outcome(f"mutant{m}")[0] for m in range(len(plan.mutants))]
-        all_cases = [e.case for row in plan.entries for e in row if e.case is not None]
-        classes = []
-        for values in mutant_values:
-            gt_ok = [bool(values.get(c) is not None and values[c].ok) for c in gt_inputs]
-            gt_same = [same(values, c, gt_value(c)) for c in gt_inputs]
-            test_same = [
-                same(values, case.call, gt_value(case.call))
-                for case in all_cases
-                if gt_value(case.call) is not MISSING
-            ]
-            classes.append(classify_mutant(gt_ok, gt_same, test_same).kind)
-        scored = [v for v, kind in zip(mutant_values, classes) if kind == "scored"]
-
-        suites = []
-        for row, reason in zip(plan.entries, plan.reasons):
-            kills = tuple(
-                tuple(
-                    e.case is not None
-                    and gt_value(e.case.call) is not MISSING
-                    and not same(values, e.case.call, gt_value(e.case.call))
-                    for e in row
-                )
-                for values in scored
-            )
-            passes = tuple(
-                tuple(
-                    e.case is not None and same(values, e.case.call, expected_value(e.case))
-                    for e in row
-                )
-                for values in cand_values
-            )
+    # ------------------------------------------------------------------ tables
+    def _problem(
+        self, problem: Problem, judged: Judgement, mutants: Judgement | None, n_mutants: int
+    ) -> ProblemEvaluation:
+        rates = judged.gt_pass_rates[1:]
+        has_gt_tests = bool(judged.gt_tests and judged.gt_tests[0])
+        correct = tuple(has_gt_tests and rate == 1.0 for rate in rates)
+        scored: list[int] = []
+        classes: list[str] = []
+        if mutants is not None:
+            for m in range(len(mutants.compiled)):
+                gt_rows = mutants.gt_tests[m] if mutants.gt_tests else ()
+                gt_ok = [v.status == "ok" for v in gt_rows]
+                gt_same = [v.passed for v in gt_rows]
+                test_same = [v.passed for suite in mutants.suites[m] for v in suite.verdicts]
+                kind = classify_mutant(gt_ok, gt_same, test_same).kind
+                classes.append(kind)
+                if kind == "scored":
+                    scored.append(m)
+        suites: list[EvaluatedSuite] = []
+        for s_index, reference in enumerate(judged.suites[0] if judged.suites else ()):
+            order = self._order(reference)
+            cand_rows = [judged.suites[c][s_index] for c in range(1, len(judged.compiled))]
+            mutant_rows = [mutants.suites[m][s_index] for m in scored] if mutants else []
             suites.append(
                 EvaluatedSuite(
-                    statuses=tuple(e.status for e in row),
-                    valid=tuple(e.status == "valid" for e in row),
-                    cases=tuple(e.case for e in row),
-                    mutant_kills=kills,
-                    candidate_passes=passes,
-                    parse_reason=reason,
+                    statuses=tuple(status for status, _case, _slot in order),
+                    valid=tuple(status == "valid" for status, _case, _slot in order),
+                    cases=tuple(case for _status, case, _slot in order),
+                    mutant_kills=tuple(
+                        tuple(
+                            slot is not None and not row.verdicts[slot].passed
+                            for _s, _c, slot in order
+                        )
+                        for row in mutant_rows
+                    ),
+                    candidate_passes=tuple(
+                        tuple(
+                            slot is not None and row.verdicts[slot].agrees_with_tester
+                            for _s, _c, slot in order
+                        )
+                        for row in cand_rows
+                    ),
+                    parse_reason=reference.parse_reason,
+                    r_val=reference.tester.r_val,
+                    n_kept=reference.grading.n_kept if reference.grading else 0,
+                    n_invalid=reference.n_invalid,
                 )
             )
         return ProblemEvaluation(
-            task_id=plan.problem.task_id,
+            task_id=problem.task_id,
             suites=tuple(suites),
-            candidate_correct=tuple(correct),
+            candidate_correct=correct,
             candidate_gt_pass_rates=tuple(rates),
-            n_mutants=len(plan.mutants),
+            n_mutants=n_mutants,
             n_crashing=classes.count("crashing"),
             n_equivalent=classes.count("equivalent"),
-            candidate_results=tuple(cand_raw),
+            judgement=judged,
         )
 
+    def _order(self, suite: SuiteVerdict) -> list[tuple[TestStatus, TestCase | None, int | None]]:
+        """Every test of a suite in the tester's order: ``(status, case, kept-test index)``."""
+        rows: list[tuple[int, int, TestStatus, TestCase | None, int | None]] = []
+        kept = 0
+        graded = suite.grading.graded if suite.grading else ()
+        for position, test in enumerate(graded):
+            case = test.case if isinstance(test.case, TestCase) else None
+            line = case.line if case is not None else 0
+            slot = kept if test.kept else None
+            kept += test.kept
+            rows.append((line, position, _GRADE_TO_STATUS[test.status], case, slot))
+        offset = len(rows)
+        for position, (line, reason, _source) in enumerate(suite.rejected):
+            if reason.startswith("bad_arguments"):
+                rows.append((line, offset + position, "bad_arguments", None, None))
+            elif reason.startswith("trivial:"):
+                rows.append((line, offset + position, "filtered", None, None))
+        rows.sort(key=lambda row: (row[0], row[1]))
+        return [(status, case, slot) for _l, _p, status, case, slot in rows[: self.max_tests]]
 
-def _program_of(text: Any) -> str | None:
-    if not isinstance(text, str):
-        return None
-    code = extract_code(text)
-    return code if code.strip() else None
+
+def _stdio_suite() -> EvaluatedSuite:
+    return EvaluatedSuite((), (), (), (), (), parse_reason="stdio_unsupported")
