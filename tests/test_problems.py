@@ -642,3 +642,33 @@ def test_inlining_never_uses_a_stale_or_aliased_value() -> None:
         source, call_name="f", entry_point="f", functions=lambda n: n.startswith("test")
     )
     assert found == ["assert f([1, 2]) == 2", "assert f(4) == 5", "assert f(4) == 6"]
+
+
+def test_humaneval_recording_runs_in_the_sandbox(tmp_path: Path, sandbox: Any) -> None:
+    """The four recorded HumanEval problems' ``check`` runs only in the sandbox (rule: data is
+    untrusted): a record whose check writes a file and exits leaves the host untouched."""
+    from codea1_env.problems.humaneval import record_gt_tests
+
+    marker = tmp_path / "ran_on_host"
+    hostile = {
+        "task_id": "x/hostile",
+        "prompt": "def f(x):\n",
+        "canonical_solution": "    return x * 2\n",
+        "entry_point": "f",
+        "test": (
+            "def check(candidate):\n"
+            f"    open({str(marker)!r}, 'w').write('x')\n"
+            "    for i in range(3):\n"
+            "        assert abs(candidate(i * 0.5) - i) < 1e-9\n"
+        ),
+    }
+    before = sandbox.jobs
+    # the sandbox's private filesystem swallows the write; the calls still come back
+    assert record_gt_tests(hostile, sandbox=sandbox) == []  # the check's open() fails in there
+    assert sandbox.jobs == before + 1
+    assert not marker.exists()
+    hostile["test"] = hostile["test"].replace(f"    open({str(marker)!r}, 'w').write('x')\n", "")
+    lines = record_gt_tests(hostile, sandbox=sandbox)
+    assert lines == ["assert f(0.0) == 0.0", "assert f(0.5) == 1.0", "assert f(1.0) == 2.0"]
+    exiting = dict(hostile, canonical_solution="    import os; os._exit(3)\n", task_id="x/exit")
+    assert record_gt_tests(exiting, sandbox=sandbox) == []  # the caller survives
