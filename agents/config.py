@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "INERT_FIELDS",
     "MODES",
     "PRESETS",
     "TrainConfig",
@@ -296,6 +297,12 @@ class TrainConfig:
             always_pass_after=self.always_pass_after,
         )
 
+    def reward_config(self) -> Any:
+        """The referee's reward settings as :class:`codea1_env.rewards.RewardConfig`."""
+        from codea1_env.rewards import RewardConfig
+
+        return RewardConfig(alpha=self.alpha, k=self.k, mode=self.mode)
+
     def limits(self) -> Any:
         """The sandbox limits as :class:`codea1_env.sandbox.Limits`."""
         from codea1_env.sandbox.base import Limits
@@ -464,6 +471,18 @@ class TrainConfig:
         """Fields whose values differ: ``name -> (self's, other's)``."""
         mine, theirs = self.to_dict(), other.to_dict()
         return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
+
+
+INERT_FIELDS: dict[str, str] = {
+    "exp_name": "names the generated run directory; nothing the run computes",
+    "runs_root": "where generated run directories go; nothing the run computes",
+    "wandb_project": "the Weights & Biases project the metrics go to (with wandb on)",
+    "progress_bar": "display only: a tqdm bar instead of one log line per step",
+}
+"""Fields that change nothing a run computes (rollouts, rewards, updates, checkpoint contents),
+each with what it does instead. Every other field changes what a run does;
+``tests/test_config_fields.py`` fails on a field that is neither read by the trainer, its
+evaluation or the env, nor listed here."""
 
 
 # ------------------------------------------------------------------------------------------------

@@ -4,9 +4,11 @@ One function, :func:`evaluate_policies`, takes policy specs and a problem source
 result per policy with:
 
 * **code metrics**: pass@k (unbiased estimator) for each requested k, avg@n (Code-A1's avg@k
-  with n = the number of samples), and per-problem sample outcomes. Codes are scored by the
-  :class:`~codea1_env.referee.Referee` (``gt_pass_rates``, ``update_book=False``); a sample is
-  correct when it passes every GT test.
+  with n = the number of samples), and per-problem sample outcomes. Each answer is played as the
+  env plays the coder's move (a :class:`~codea1_env.duel.Duel`) and scored by the
+  :class:`~codea1_env.referee.Referee` through :func:`codea1_env.duel.judge_grid`
+  (``gt_pass_rates``, ``update_book=False``); a sample is correct when it passes every GT test.
+  Every policy reads the env's observations (:func:`codea1_env.spaces.observe`).
 * **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
   mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
   :class:`~codea1_env.evaluation.SuiteEvaluator`. The tester is shown each problem with its GT
@@ -42,12 +44,15 @@ from typing import Any
 
 import numpy as np
 
+from codea1_env.duel import Duel, Role, answer_for, judge_grid
+from codea1_env.env import duel_info
 from codea1_env.evaluation import metrics as measures
 from codea1_env.evaluation.suite_eval import ProblemEvaluation, SuiteEvaluator
 from codea1_env.monitor import MonitorCounts, scan_programs, scan_suite
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Sandbox
-from codea1_env.testcases import extract_code, parse_tests
+from codea1_env.spaces import observe
+from codea1_env.testcases import parse_tests
 
 __all__ = [
     "EvalSettings",
@@ -345,26 +350,19 @@ def select_problems(
     return [source[i] for i in ids]
 
 
-def _observation(problem: Problem, role: int, code: str = "") -> dict[str, Any]:
-    return {
-        "role": role,
-        "prompt": problem.prompt,
-        "entry_point": problem.entry_point,
-        "code": code,
-    }
+def _turn(problem: Problem, role: Role) -> Duel:
+    """The env's duel at ``role``'s turn; the tester's is played against the GT program."""
+    duel = Duel(problem)
+    if role is Role.TESTER:
+        duel.play_code(answer_for(problem.gt_program))
+    return duel
 
 
-def _info(problem: Problem, role: str) -> dict[str, Any]:
-    return {"task_id": problem.task_id, "role": role, "problem": problem}
-
-
-def _sample(policy: PolicyLike, problems: Sequence[Problem], role: int, n: int) -> list[list[str]]:
-    """``n`` answers per problem from one batched ``act`` call."""
-    name = "coder" if role == 0 else "tester"
-    obs = [
-        _observation(p, role, p.gt_program if role == 1 else "") for p in problems for _ in range(n)
-    ]
-    infos = [_info(p, name) for p in problems for _ in range(n)]
+def _sample(policy: PolicyLike, problems: Sequence[Problem], role: Role, n: int) -> list[list[str]]:
+    """``n`` answers per problem from one batched ``act`` call, on the env's observations."""
+    duels = [_turn(p, role) for p in problems]
+    obs = [observe(d) for d in duels for _ in range(n)]
+    infos = [duel_info(d) for d in duels for _ in range(n)]
     answers = list(policy.act(obs, infos)) if obs else []
     return [answers[i * n : (i + 1) * n] for i in range(len(problems))]
 
@@ -427,7 +425,9 @@ def evaluate_policies(
             pool = load_policy(settings.candidates, sandbox, settings)
             if pool.coder is None:
                 raise ValueError(f"candidates spec {settings.candidates!r} writes no code")
-            shared.candidates = _sample(pool.coder, shared.problems, 0, settings.n_candidates)
+            shared.candidates = _sample(
+                pool.coder, shared.problems, Role.CODER, settings.n_candidates
+            )
             pool.close()
         else:
             shared.candidates = [[] for _ in shared.problems]
@@ -474,24 +474,27 @@ def _code_metrics(
     coder: PolicyLike, shared: _Shared, per_problem: list[dict[str, Any]]
 ) -> tuple[dict[str, Any], MonitorCounts]:
     settings = shared.settings
-    answers = _sample(coder, shared.problems, 0, settings.samples)
+    answers = _sample(coder, shared.problems, Role.CODER, settings.samples)
     shared.recorder.recorded.clear()
-    batch: list[tuple[Problem, list[str], list[list[str]]]] = [
-        (p, a, [[] for _ in a]) for p, a in zip(shared.problems, answers)
-    ]
-    judgements = shared.referee.judge_many(batch, update_book=False)
+    duels = [[Duel(p) for _ in texts] for p, texts in zip(shared.problems, answers)]
+    for played, texts in zip(duels, answers):
+        for duel, text in zip(played, texts):
+            duel.play_code(text)  # the env's move: checks and extraction (no tester follows)
+    grid = [[[duel] for duel in played] for played in duels]
+    judgements = judge_grid(shared.referee, grid, update_book=False)
     correct: list[list[bool]] = []
     programs: list[str | None] = []
     results: list[list[JobResult]] = []
-    for problem, texts, judgement, row in zip(shared.problems, answers, judgements, per_problem):
+    for problem, texts, coded, judgement, row in zip(
+        shared.problems, answers, duels, judgements, per_problem
+    ):
         flags = [rate >= 1.0 for rate in judgement.gt_pass_rates]
         correct.append(flags)
         row["code_correct"] = flags
         row["code_gt_pass_rates"] = [round(r, 4) for r in judgement.gt_pass_rates]
         row["code_sample"] = texts[0][:2000] if texts else ""
-        for index, text in enumerate(texts):
-            code = extract_code(text)
-            programs.append(code if code.strip() else None)
+        for index, duel in enumerate(coded):
+            programs.append(duel.program if duel.program.strip() else None)
             results.append(shared.recorder.recorded.get(f"code:{problem.task_id}:{index}", []))
     out: dict[str, Any] = {
         "problems": len(shared.problems),
@@ -509,7 +512,7 @@ def _test_metrics(
 ) -> tuple[dict[str, Any], MonitorCounts]:
     settings = shared.settings
     k = settings.test_k
-    suites = _sample(tester, shared.problems, 1, settings.samples)
+    suites = _sample(tester, shared.problems, Role.TESTER, settings.samples)
     monitor = MonitorCounts()
     for problem, texts in zip(shared.problems, suites):
         for text in texts:

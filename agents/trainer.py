@@ -5,12 +5,15 @@ logging, resume), supervised warm start, evaluation before RL, the RL loop, eval
 the summary. One RL step (:meth:`Trainer.step`):
 
 1. **Problems**: ``problems_per_step`` problems from the training source (a seeded sampler whose
-   state is checkpointed).
-2. **Coder rollouts**: ``n_codes`` codes per problem at ``temperature``.
+   state is checkpointed), drawn through the env's :class:`~codea1_env.builders.ProblemPicker`
+   (the ``hard_only`` filter and the curriculum, fed with every code's GT pass rate).
+2. **Coder rollouts**: ``n_codes`` codes per problem at ``temperature``, each one
+   :class:`~codea1_env.duel.Duel` played as the env plays it (move checks, code extraction,
+   ``anonymize_code``); every observation is :func:`codea1_env.spaces.observe`'s.
 3. **Tester rollouts**: ``n_suites`` test suites per code, each written against that code
-   (white-box), in ``code-a1`` and ``self-play`` modes.
-4. **Judging**: the whole ``problems x codes x suites`` matrix in one
-   :meth:`codea1_env.referee.Referee.judge_many` call (one batched sandbox call), which also
+   (white-box: the duel's shown program), in ``code-a1`` and ``self-play`` modes.
+4. **Judging**: the whole ``problems x codes x suites`` grid of duels in one
+   :func:`codea1_env.duel.judge_grid` call (one batched referee and sandbox call), which also
    updates the mistake book. The trainer never computes a reward itself.
 5. **Advantages**: GRPO, per group mean/std. The coder's group is a problem's codes; the tester's
    group follows ``tester_group``: ``update_n`` (the paper) takes, per problem, only the code
@@ -68,12 +71,18 @@ from agents.rollout import Sample
 from agents.sft import SupervisedExample, supervised_warm_start
 from agents.trainer_eval import evaluate, format_summary
 from agents.trainer_player import Player, build_player, resolve_device
-from agents.trainer_roles import RolePolicies, observation
+from agents.trainer_roles import RolePolicies
+from codea1_env.builders import DuelHost
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, judge_grid
+from codea1_env.env import duel_info
 from codea1_env.problems.problem import Problem
+from codea1_env.spaces import observe
 
 __all__ = [
     "TrainResult",
     "Trainer",
+    "build_referee",
+    "game_host",
     "resolve_run_dir",
     "resolve_source",
     "step_seed",
@@ -126,6 +135,45 @@ def resolve_run_dir(config: TrainConfig) -> Path:
     return Path(config.runs_root) / name
 
 
+def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
+    """The run's :class:`~codea1_env.referee.Referee`: its rewards, limits, stability and sandbox.
+
+    ``config.reward_config()`` (``alpha``, ``k``, ``mode``), ``config.limits()``,
+    ``config.stability_options()`` (quality filter, mistake-book bounds and refresh) and the
+    ``sandbox`` backend with ``sandbox_workers``; the local sandbox with its default workers is
+    started lazily, on the first judgement. The referee owns (and closes) its sandbox.
+    """
+    from codea1_env.referee import Referee
+
+    sandbox = None
+    if config.sandbox != "local" or config.sandbox_workers is not None:
+        from codea1_env.sandbox.factory import make_sandbox
+
+        options = {} if config.sandbox_workers is None else {"workers": config.sandbox_workers}
+        if config.sandbox == "ray" and config.sandbox_workers is not None:
+            options = {"workers_per_actor": config.sandbox_workers}
+        sandbox = make_sandbox(config.sandbox, **options)
+    return Referee(
+        sandbox=sandbox,
+        reward_config=config.reward_config(),
+        limits=config.limits(),
+        mistake_book=mistake_book,
+        owns_sandbox=True,
+        stability=config.stability_options(),
+    )
+
+
+def game_host(config: TrainConfig, source: Any, referee: Any) -> DuelHost:
+    """The env's game layer for a run: the :class:`~codea1_env.builders.DuelHost` the views use.
+
+    Problems are drawn from ``source`` through its picker (``hard_only`` filter, curriculum),
+    the coder's moves are played with the run's ``anonymize_code``, and ``referee`` scores.
+    """
+    return DuelHost(
+        source, referee.reward_config, None, None, None, referee, config.stability_options()
+    )
+
+
 @dataclass
 class TrainResult:
     """What a finished run returns.
@@ -162,7 +210,10 @@ class Trainer:
             own or close it, and the mistake book is the referee's). By default the trainer
             builds one with the local sandbox and ``run_dir/mistake_book.sqlite``.
         train_source: A problem source to train on instead of ``config.problems`` (anything
-            with ``sample(rng)``, such as ``ProceduralSource(families=["step"])``).
+            with ``sample(rng)``, such as ``ProceduralSource(families=["step"])``, or a list of
+            problems). It is drawn from through the env's
+            :class:`~codea1_env.builders.ProblemPicker` (``hard_only``, curriculum), which
+            :attr:`host` (the run's :class:`~codea1_env.builders.DuelHost`) holds.
         eval_problems: Held-out problems instead of ``config.eval_problems``.
         log: Where progress lines go (default: stderr; ranks other than 0 log nothing).
         distributed: The data-parallel group (default: :func:`agents.distributed.from_environment`,
@@ -216,9 +267,7 @@ class Trainer:
         self.before: dict[str, float] = {}
 
         # --- problems --------------------------------------------------------------------------
-        self.train_source = _with_curriculum(
-            train_source or resolve_source(config.problems), config
-        )
+        source = train_source if train_source is not None else resolve_source(config.problems)
         self.eval_problems: list[Problem] = list(eval_problems or [])
         if config.eval_before_after and eval_problems is None:
             eval_source = resolve_source(config.eval_problems)
@@ -273,6 +322,9 @@ class Trainer:
             self.referee = referee if referee is not None else self._build_referee()
         if referee is not None:
             self.mistake_book = getattr(referee, "mistake_book", None)
+        # the env's game layer: problem picking (hard_only, curriculum), moves, anonymization
+        self.host = game_host(config, source, self.referee)
+        self.train_source = self.host.picker.source
 
         # --- resume ----------------------------------------------------------------------------
         self.resumed_from: int | None = None
@@ -311,31 +363,11 @@ class Trainer:
         )
 
     def _build_referee(self) -> Any:
-        from codea1_env.referee import Referee
-        from codea1_env.rewards import RewardConfig
-
-        cfg = self.config
-        if cfg.mistake_book:
+        if self.config.mistake_book:
             from codea1_env.mistake_book import SqliteMistakeBook
 
             self.mistake_book = SqliteMistakeBook(self.run_dir / "mistake_book.sqlite")
-        reward_config = RewardConfig(alpha=cfg.alpha, k=cfg.k, mode=cfg.mode)
-        sandbox = None
-        if cfg.sandbox != "local" or cfg.sandbox_workers is not None:
-            from codea1_env.sandbox.factory import make_sandbox
-
-            options = {} if cfg.sandbox_workers is None else {"workers": cfg.sandbox_workers}
-            if cfg.sandbox == "ray" and cfg.sandbox_workers is not None:
-                options = {"workers_per_actor": cfg.sandbox_workers}
-            sandbox = make_sandbox(cfg.sandbox, **options)
-        return Referee(
-            sandbox=sandbox,
-            reward_config=reward_config,
-            limits=cfg.limits(),
-            mistake_book=self.mistake_book,
-            owns_sandbox=True,
-            stability=cfg.stability_options(),
-        )
+        return build_referee(self.config, self.mistake_book)
 
     # ------------------------------------------------------------------------------------------
     # checkpoints
@@ -488,8 +520,7 @@ class Trainer:
             self.referee,
             samples=cfg.eval_samples,
             with_tester=cfg.has_tester,
-            observation=observation,
-            extract=self.roles.extract_code,
+            anonymize_code=self.host.stability.anonymize_code,
         )
 
     def _evaluate_on_main(self) -> dict[str, float]:
@@ -513,77 +544,64 @@ class Trainer:
         step = self.step_count + 1
         started = time.perf_counter()
 
-        # 1. problems
+        # 1. problems, drawn through the env's picker (hard_only filter, curriculum)
         all_problems = [
-            self.train_source.sample(self.sampler) for _ in range(cfg.problems_per_step)
+            self.host.picker.pick(self.sampler, None) for _ in range(cfg.problems_per_step)
         ]
         problems = self.dist.shard(all_problems)  # this rank's slice (all of them on one process)
 
-        # 2. coder rollouts: n_codes per problem
+        # 2. coder rollouts: n_codes per problem, one duel each, played as the env plays it
         gen_started = time.perf_counter()
-        coder_obs = [observation(p, "coder", "") for p in problems for _ in range(cfg.n_codes)]
-        coder_infos = [_info(p, "coder") for p in problems for _ in range(cfg.n_codes)]
+        duels = [Duel(p) for p in problems for _ in range(cfg.n_codes)]
+        coder_obs = [observe(d) for d in duels]
         code_gens = self._generate(
             "coder",
             coder_obs,
-            coder_infos,
+            [duel_info(d) for d in duels],
             seed=step_seed(cfg.seed, step, "coder"),
             seed_offset=self.dist.offset(len(coder_obs)),
         )
         codes = [g.text for g in code_gens]
+        for duel, code in zip(duels, codes, strict=True):
+            self.host.play_code(duel, code, MAX_ACTION_CHARS)
 
-        # 3. tester rollouts: n_suites per code, each against that code
+        # 3. tester rollouts: n_suites per code, each against that code (the env's tester view)
         suite_gens: list[Any] = []
+        grid_rows: list[list[Duel]] = [[duel] for duel in duels]  # golden: the tester never moves
         if cfg.has_tester:
-            tester_obs = [
-                observation(problems[i // cfg.n_codes], "tester", self.roles.extract_code(c))
-                for i, c in enumerate(codes)
-                for _ in range(cfg.n_suites)
-            ]
-            tester_infos = [
-                _info(problems[i // cfg.n_codes], "tester")
-                for i in range(len(codes))
-                for _ in range(cfg.n_suites)
-            ]
+            grid_rows = [[duel.branch() for _ in range(cfg.n_suites)] for duel in duels]
+            tester_duels = [d for row in grid_rows for d in row]
+            tester_obs = [observe(d) for d in tester_duels]
             suite_gens = self._generate(
                 "tester",
                 tester_obs,
-                tester_infos,
+                [duel_info(d) for d in tester_duels],
                 seed=step_seed(cfg.seed, step, "tester"),
                 seed_offset=self.dist.offset(len(tester_obs)),
             )
+            for duel, gen in zip(tester_duels, suite_gens, strict=True):
+                duel.play_tests(gen.text, MAX_ACTION_CHARS)
         gen_seconds = time.perf_counter() - gen_started
         gen_tokens = sum(len(g.completion_ids) for g in code_gens) + sum(
             len(g.completion_ids) for g in suite_gens
         )
 
-        # 4. judging: the whole matrix in one referee call (one batched sandbox call)
+        # 4. judging: the whole grid in one referee call (one batched sandbox call)
         judge_started = time.perf_counter()
-        batch = []
-        for p_index, problem in enumerate(problems):
-            first = p_index * cfg.n_codes
-            problem_codes = codes[first : first + cfg.n_codes]
-            problem_suites: list[list[str]] = []
-            for c_index in range(first, first + cfg.n_codes):
-                if cfg.has_tester:
-                    start = c_index * cfg.n_suites
-                    problem_suites.append(
-                        [g.text for g in suite_gens[start : start + cfg.n_suites]]
-                    )
-                else:
-                    problem_suites.append([])
-            batch.append((problem, problem_codes, problem_suites))
-        judgements = self.referee.judge_many(batch, update_book=cfg.mistake_book)
+        grid = [
+            grid_rows[p_index * cfg.n_codes : (p_index + 1) * cfg.n_codes]
+            for p_index in range(len(problems))
+        ]
+        judgements = judge_grid(self.referee, grid, update_book=cfg.mistake_book)
         judge_seconds = time.perf_counter() - judge_started
         # every rank's verdicts, in global problem order; once gathered, all ranks' mistake-book
         # updates of this step are committed
         all_judgements = self.dist.gather(judgements)
 
-        curriculum = getattr(self.train_source, "observe", None)
-        if curriculum is not None:
-            for problem, judgement in zip(all_problems, all_judgements, strict=True):
-                for rate in judgement.gt_pass_rates:
-                    curriculum(problem.task_id, rate)
+        # the curriculum (if any) sees every code's GT pass rate, as the env feeds it per episode
+        for problem, judgement in zip(all_problems, all_judgements, strict=True):
+            for rate in judgement.gt_pass_rates:
+                self.host.picker.observe(problem.task_id, rate)
 
         # 5. advantages (groups with identical texts or equal rewards are skipped and counted)
         coder_rewards = torch.tensor([list(j.coder_rewards) for j in judgements])
@@ -820,18 +838,6 @@ def select_tester_codes(rewards: torch.Tensor, rule: str = "update_n") -> list[i
     return [int(torch.argmax(_suite_spread(rewards)).item())]
 
 
-def _with_curriculum(source: Any, config: TrainConfig) -> Any:
-    """Apply the ``hard_only`` filter and the curriculum of ``config`` to a problem source."""
-    from codea1_env.curriculum import Curriculum, hard_only
-
-    options = config.stability_options()
-    if options.hard_only is not None:
-        source = hard_only(source, options.hard_only)
-    if options.curriculum:
-        source = Curriculum(source, options.curriculum_schedule)
-    return source
-
-
 def _curriculum_state(source: Any) -> dict[str, Any] | None:
     state_dict = getattr(source, "state_dict", None)
     return state_dict() if callable(state_dict) else None
@@ -853,10 +859,6 @@ def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
-
-
-def _info(problem: Problem, role: str) -> dict[str, Any]:
-    return {"task_id": problem.task_id, "role": role, "problem": problem}
 
 
 def _prefixed(player: str, stats: Mapping[str, float]) -> dict[str, float]:

@@ -3,8 +3,11 @@
 The coder answers every held-out problem (``eval_samples`` times, at the evaluation temperature
 with a fixed seed); its score is the pass rate on the problems' GT tests. The tester then writes
 one suite against each of the coder's codes; its scores are the referee's validity reward
-(``R_val``), adversarial reward (``R_adv``) and total reward. Everything goes through the referee
-in one batched call with ``update_book=False`` so evaluation never changes the mistake book.
+(``R_val``), adversarial reward (``R_adv``) and total reward. The players see what the env shows
+them: each code is a :class:`~codea1_env.duel.Duel` (the coder's move played with
+:meth:`~codea1_env.duel.Duel.play_code`, anonymized with ``anonymize_code``), observed with
+:func:`codea1_env.spaces.observe`. Everything is scored with :func:`codea1_env.duel.judge_grid`
+(one batched referee call) with ``update_book=False`` so evaluation never changes the mistake book.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from codea1_env.duel import Duel, judge_grid
+from codea1_env.env import duel_info
 from codea1_env.problems.problem import Problem
+from codea1_env.spaces import observe
 
 __all__ = ["SUMMARY_ROWS", "evaluate", "format_summary"]
 
@@ -41,8 +47,7 @@ def evaluate(
     *,
     samples: int = 1,
     with_tester: bool = True,
-    observation: Callable[[Problem, str, str], dict[str, Any]],
-    extract: Callable[[str], str],
+    anonymize_code: bool = False,
 ) -> dict[str, float]:
     """Score the current players on ``problems``.
 
@@ -52,41 +57,23 @@ def evaluate(
         referee: The run's :class:`codea1_env.referee.Referee`.
         samples: Codes per problem.
         with_tester: Also evaluate the tester (off in ``golden`` mode).
-        observation: ``observation(problem, role, code) -> obs`` (the env's observation).
-        extract: Extracts the code from a coder's answer (what the tester is shown).
+        anonymize_code: Show the tester the anonymized program (the run's option).
 
     Returns:
         ``coder/gt_pass_rate`` and, with the tester, ``tester/validity``,
         ``tester/adversarial``, ``tester/reward`` and ``tester/suites_with_failure``.
 
     """
-    coder_obs = [observation(p, "coder", "") for p in problems for _ in range(samples)]
-    coder_infos = [
-        {"task_id": p.task_id, "role": "coder", "problem": p}
-        for p in problems
-        for _ in range(samples)
-    ]
-    codes = generate("coder", coder_obs, coder_infos)
-    suites: list[list[str]] = [[] for _ in codes]
+    duels = [Duel(p) for p in problems for _ in range(samples)]
+    codes = generate("coder", [observe(d) for d in duels], [duel_info(d) for d in duels])
+    for duel, code in zip(duels, codes, strict=True):
+        duel.play_code(code, anonymize_code=anonymize_code)
     if with_tester:
-        tester_obs = [
-            observation(problems[i // samples], "tester", extract(code))
-            for i, code in enumerate(codes)
-        ]
-        tester_infos = [
-            {
-                "task_id": problems[i // samples].task_id,
-                "role": "tester",
-                "problem": problems[i // samples],
-            }
-            for i in range(len(codes))
-        ]
-        suites = [[text] for text in generate("tester", tester_obs, tester_infos)]
-    batch = [
-        (p, codes[i * samples : (i + 1) * samples], suites[i * samples : (i + 1) * samples])
-        for i, p in enumerate(problems)
-    ]
-    judgements = referee.judge_many(batch, update_book=False)
+        suites = generate("tester", [observe(d) for d in duels], [duel_info(d) for d in duels])
+        for duel, suite in zip(duels, suites, strict=True):
+            duel.play_tests(suite)
+    grid = [[[d] for d in duels[i * samples : (i + 1) * samples]] for i in range(len(problems))]
+    judgements = judge_grid(referee, grid, update_book=False)
     result = {"coder/gt_pass_rate": _mean([r for j in judgements for r in j.gt_pass_rates])}
     if with_tester:
         details = [d for j in judgements for row in j.tester_details for d in row]

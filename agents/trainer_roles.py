@@ -2,8 +2,11 @@
 
 The trainer talks to its live models through :class:`agents.transformers_lm.TransformersLM` and
 renders the players' prompts with the editable templates of :mod:`agents.prompts` (the paper's
-instructions for chat models, the compact ones for the tiny CPU models). The observations are
-the env's: ``{"role", "prompt", "entry_point", "code"}``.
+instructions for chat models, the compact ones for the tiny CPU models). Every observation comes
+from the env's game layer: a :class:`~codea1_env.duel.Duel` per (problem, code), the coder's move
+played with :meth:`~codea1_env.duel.Duel.play_code` (move checks, code extraction, the
+``anonymize_code`` option) and observed with :func:`codea1_env.spaces.observe` (clipping), so the
+tester reads exactly what ``CodeTestDuel-v0`` would show it for the same answer.
 
 Warm-start examples use exactly the prompt token ids the rollouts use, and targets in the answer
 format the rollouts produce: with compact prompts (which end in an opened ```` ```python ````
@@ -30,21 +33,45 @@ from agents.prompts import (
 )
 from agents.sft import SupervisedExample
 from agents.trainer_player import Player
+from codea1_env.duel import Duel, answer_for
 from codea1_env.problems.problem import Problem
+from codea1_env.spaces import observe
 
-__all__ = ["RolePolicies", "observation", "strip_docstrings"]
-
-ROLE_IDS = {"coder": 0, "tester": 1}
+__all__ = ["RolePolicies", "sampling_params", "strip_docstrings"]
 
 
-def observation(problem: Problem, role: str, code: str) -> dict[str, Any]:
-    """The env's observation for ``role`` on ``problem`` (``code``: what the tester must break)."""
-    return {
-        "role": ROLE_IDS[role],
-        "prompt": problem.prompt,
-        "entry_point": problem.entry_point,
-        "code": code if role == "tester" else "",
-    }
+def sampling_params(
+    config: TrainConfig,
+    role: str,
+    *,
+    seed: int,
+    evaluation: bool = False,
+    seed_offset: int = 0,
+    stop: tuple[str, ...] = (),
+) -> SamplingParams:
+    """Sampling parameters of ``role`` for one rollout (or evaluation) call of a run.
+
+    Rollouts use the role's temperature and top-p (``coder_*``/``tester_*``, else ``temperature``
+    and ``top_p``); evaluation uses ``eval_temperature`` (the tester's
+    ``eval_tester_temperature`` when set) and ``eval_top_p``. The budget is ``max_code_tokens``
+    or ``max_test_tokens``. ``seed_offset``: index of the call's first prompt in the global batch
+    (data-parallel rollouts), see :attr:`agents.lm.SamplingParams.seed_offset`.
+    """
+    budget = config.max_code_tokens if role == "coder" else config.max_test_tokens
+    temperature = config.rollout_temperature(role)
+    if evaluation:
+        temperature = config.eval_temperature
+        if role == "tester" and config.eval_tester_temperature is not None:
+            temperature = config.eval_tester_temperature
+    top_p = config.eval_top_p if evaluation else config.rollout_top_p(role)
+    return SamplingParams(
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=budget,
+        stop=stop,
+        seed=seed,
+        seed_offset=seed_offset,
+    )
 
 
 def strip_docstrings(program: str) -> str:
@@ -173,26 +200,14 @@ class RolePolicies:
     def params(
         self, role: str, *, seed: int, evaluation: bool = False, seed_offset: int = 0
     ) -> SamplingParams:
-        """Sampling parameters for one call (rollout or evaluation).
-
-        ``seed_offset``: index of the call's first prompt in the global batch (data-parallel
-        rollouts), see :attr:`agents.lm.SamplingParams.seed_offset`.
-        """
-        cfg = self.config
-        budget = cfg.max_code_tokens if role == "coder" else cfg.max_test_tokens
-        temperature = cfg.rollout_temperature(role)
-        if evaluation:
-            temperature = cfg.eval_temperature
-            if role == "tester" and cfg.eval_tester_temperature is not None:
-                temperature = cfg.eval_tester_temperature
-        top_p = cfg.eval_top_p if evaluation else cfg.rollout_top_p(role)
-        return SamplingParams(
-            temperature=temperature,
-            top_p=top_p,
-            max_new_tokens=budget,
-            stop=self.stop,
+        """Sampling parameters for one call (see :func:`sampling_params`)."""
+        return sampling_params(
+            self.config,
+            role,
             seed=seed,
+            evaluation=evaluation,
             seed_offset=seed_offset,
+            stop=self.stop,
         )
 
     def generate(
@@ -220,13 +235,6 @@ class RolePolicies:
         prompts = [self.prompt(role, obs) for obs in observations]
         params = self.params(role, seed=seed, evaluation=evaluation, seed_offset=seed_offset)
         return list(self.lms[role].generate(prompts, params))
-
-    @staticmethod
-    def extract_code(text: str) -> str:
-        """The code in a coder's answer (what the tester is shown), as the env extracts it."""
-        from codea1_env.testcases import extract_code
-
-        return extract_code(text)
 
     # ------------------------------------------------------------------------------------------
     def answer_text(self, role: str, body: str) -> str:
@@ -259,13 +267,18 @@ class RolePolicies:
         The tester's target is the first ``k`` of the problem's GT ``assert`` lines (valid by
         construction: the GT passes them), in their order (the procedural family lists its
         inputs in ascending order around the thresholds, a regular pattern a tiny model picks
-        up), written against the GT code or a mutant of it.
+        up), written against the GT code or a mutant of it. The observations are the env's: the
+        candidate is played as the coder's move, so the tester learns on the view it will be
+        shown (anonymized when ``anonymize_code`` is on).
         """
+        duel = Duel(problem)
         if role == "coder":
-            obs = observation(problem, "coder", "")
+            obs = observe(duel)
             body = strip_docstrings(problem.gt_program)
         else:
-            obs = observation(problem, "tester", self._candidate_code(problem, rng))
+            candidate = answer_for(self._candidate_code(problem, rng))
+            duel.play_code(candidate, anonymize_code=self.config.anonymize_code)
+            obs = observe(duel)
             body = "\n".join(problem.tests[: self.config.k])
         lm = self.encoders[role]
         tokenizer = self.players[role].tokenizer

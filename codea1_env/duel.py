@@ -3,11 +3,13 @@
 A :class:`Duel` is one problem played once: the coder submits an answer, the tester reads the
 extracted program (white-box) and submits tests, and the :class:`~codea1_env.referee.Referee`
 scores both. The Gymnasium env, the vector env and the PettingZoo view are thin adapters over this
-class; :func:`score_duels` scores many finished duels with one sandbox call.
+class; :func:`score_duels` scores many finished duels with one sandbox call, and :func:`judge_grid`
+scores the trainer's ``problems x codes x suites`` grid of duels the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +25,9 @@ __all__ = [
     "Duel",
     "DuelOutcome",
     "Role",
+    "answer_for",
     "check_move",
+    "judge_grid",
     "score_duels",
 ]
 
@@ -62,6 +66,15 @@ def check_move(action: Any, max_chars: int = MAX_ACTION_CHARS) -> tuple[str, str
     if len(action) > max_chars:
         return action[:max_chars], "too_long"
     return action, ""
+
+
+def answer_for(program: str) -> str:
+    """A coder's answer that shows exactly ``program``: the program in a ```` ```python ```` block.
+
+    For playing a known program (a GT solution, a mutant) as the coder's move:
+    :meth:`Duel.play_code` extracts ``program`` from it unchanged.
+    """
+    return "```python\n" + program + "\n```"
 
 
 @dataclass
@@ -169,6 +182,19 @@ class Duel:
         )
         self.role = Role.TESTER
 
+    def branch(self) -> Duel:
+        """A copy of this duel at the tester's turn: another suite against the same code.
+
+        The trainer writes several suites against each code; each suite is one branch, and
+        :func:`judge_grid` scores a code's branches together.
+
+        Raises:
+            RuntimeError: it is not the tester's turn.
+        """
+        if self.role is not Role.TESTER:
+            raise RuntimeError(f"branch: it is not the tester's turn (turn: {self.role})")
+        return dataclasses.replace(self, reasons=dict(self.reasons), outcome=None)
+
     def play_tests(self, action: Any, max_chars: int = MAX_ACTION_CHARS) -> None:
         """Record the tester's move; the duel then waits to be scored."""
         if self.role is not Role.TESTER:
@@ -184,6 +210,51 @@ class Duel:
         return self.role is None
 
 
+def _scored_answer(duel: Duel) -> str:
+    """The coder's answer as the referee scores it (``""`` for a move that cannot score)."""
+    return duel.answer if not duel.reasons["coder"] else ""
+
+
+def judge_grid(
+    referee: Referee, grid: Sequence[Sequence[Sequence[Duel]]], *, update_book: bool = True
+) -> list[Judgement]:
+    """Score a ``problems x codes x suites`` grid of duels with one referee call.
+
+    ``grid[p][c]`` are the duels of problem ``p`` that share one coder move (the code and its
+    :meth:`Duel.branch` copies), one per test suite written against that code. The judgement of
+    problem ``p`` keeps that shape: ``tester_rewards[c][s]`` belongs to ``grid[p][c][s]``. A code
+    whose tester has not moved (golden mode: one duel still at the tester's turn) is scored
+    without suites. The referee receives the moves as the duels hold them after
+    :func:`check_move`, exactly as :func:`score_duels` passes them.
+
+    Raises:
+        ValueError: an empty problem or code row, a row mixing problems or coder moves, or a row
+            mixing finished duels with duels at the tester's turn.
+        RuntimeError: a duel whose coder has not moved.
+    """
+    items: list[tuple[Problem, list[str], list[list[str]]]] = []
+    for rows in grid:
+        if not rows or not all(rows):
+            raise ValueError("judge_grid: every problem needs codes, every code a duel")
+        problem = rows[0][0].problem
+        codes: list[str] = []
+        suites: list[list[str]] = []
+        for row in rows:
+            answer = _scored_answer(row[0])
+            for duel in row:
+                if duel.role is Role.CODER:
+                    raise RuntimeError("judge_grid: a duel whose coder has not moved")
+                if duel.problem is not problem or _scored_answer(duel) != answer:
+                    raise ValueError("judge_grid: a code row mixes problems or coder moves")
+            finished = [duel.finished for duel in row]
+            if any(finished) and not all(finished):
+                raise ValueError("judge_grid: a code row mixes finished and unfinished duels")
+            codes.append(answer)
+            suites.append([duel.tests_text for duel in row] if all(finished) else [])
+        items.append((problem, codes, suites))
+    return referee.judge_many(items, update_book=update_book) if items else []
+
+
 def score_duels(
     referee: Referee, duels: Sequence[Duel], *, update_book: bool = True
 ) -> list[DuelOutcome]:
@@ -193,27 +264,22 @@ def score_duels(
     program form one candidate job whose suites are all their tests, which is what makes a batch
     of 8 codes x 8 suites cost 9 sandbox jobs instead of 128.
     """
-    groups: dict[tuple[str, int], tuple[Problem, dict[str, list[int]]]] = {}
+    groups: dict[tuple[str, int], dict[str, list[int]]] = {}
     for index, duel in enumerate(duels):
         if not duel.finished:
             raise RuntimeError("score_duels: every duel must be finished")
-        key = (duel.problem.task_id, id(duel.problem))
-        problem, by_code = groups.setdefault(key, (duel.problem, {}))
-        by_code.setdefault(duel.answer if not duel.reasons["coder"] else "", []).append(index)
-    items: list[tuple[Problem, list[str], list[list[str]]]] = []
+        by_code = groups.setdefault((duel.problem.task_id, id(duel.problem)), {})
+        by_code.setdefault(_scored_answer(duel), []).append(index)
+    grid: list[list[list[Duel]]] = []
     where: dict[int, tuple[int, int, int]] = {}
-    for problem, by_code in groups.values():
-        codes: list[str] = []
-        suites: list[list[str]] = []
-        for answer, members in by_code.items():
-            codes.append(answer)
-            row: list[str] = []
-            for index in members:
-                where[index] = (len(items), len(codes) - 1, len(row))
-                row.append(duels[index].tests_text)
-            suites.append(row)
-        items.append((problem, codes, suites))
-    judgements = referee.judge_many(items, update_book=update_book) if items else []
+    for by_code in groups.values():
+        rows: list[list[Duel]] = []
+        for members in by_code.values():
+            for suite, index in enumerate(members):
+                where[index] = (len(grid), len(rows), suite)
+            rows.append([duels[index] for index in members])
+        grid.append(rows)
+    judgements = judge_grid(referee, grid, update_book=update_book)
     outcomes: list[DuelOutcome] = []
     for index, duel in enumerate(duels):
         item, code, suite = where[index]
@@ -251,6 +317,7 @@ def _single(j: Judgement, code: int, suite: int) -> Judgement:
         tester_details=((j.tester_details[code][suite],),),
         suites=((j.suites[code][suite],),),
         mistake_book=(j.mistake_book[code],) if j.mistake_book else (),
+        gt_tests=(j.gt_tests[code],) if j.gt_tests else (),
         compiled=(j.compiled[code],),
         code_errors=(j.code_errors[code],),
         metrics=j.metrics,
