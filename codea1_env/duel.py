@@ -258,27 +258,25 @@ def judge_grid(
 def score_duels(
     referee: Referee, duels: Sequence[Duel], *, update_book: bool = True
 ) -> list[DuelOutcome]:
-    """Score finished duels with one sandbox call, grouping duels of the same problem and code.
+    """Score finished duels with one sandbox call.
 
-    Duels that share a problem form one referee item (one GT job); duels that also share the
-    program form one candidate job whose suites are all their tests, which is what makes a batch
-    of 8 codes x 8 suites cost 9 sandbox jobs instead of 128.
+    Every duel is one code and one suite (DESIGN.md: an env episode is a step with one code and
+    one suite), so each duel is its own code row, also when two duels' answers are the same text:
+    each is a separate sample and counts separately in the mistake-book update (rule 8). Duels
+    of the same problem form one referee item (one GT job), and the referee runs identical
+    programs of an item as one sandbox job, so 8 copies of a code cost one candidate job.
     """
-    groups: dict[tuple[str, int], dict[str, list[int]]] = {}
+    groups: dict[tuple[str, int], list[int]] = {}
     for index, duel in enumerate(duels):
         if not duel.finished:
             raise RuntimeError("score_duels: every duel must be finished")
-        by_code = groups.setdefault((duel.problem.task_id, id(duel.problem)), {})
-        by_code.setdefault(_scored_answer(duel), []).append(index)
+        groups.setdefault((duel.problem.task_id, id(duel.problem)), []).append(index)
     grid: list[list[list[Duel]]] = []
     where: dict[int, tuple[int, int, int]] = {}
-    for by_code in groups.values():
-        rows: list[list[Duel]] = []
-        for members in by_code.values():
-            for suite, index in enumerate(members):
-                where[index] = (len(grid), len(rows), suite)
-            rows.append([duels[index] for index in members])
-        grid.append(rows)
+    for members in groups.values():
+        for code, index in enumerate(members):
+            where[index] = (len(grid), code, 0)
+        grid.append([[duels[index]] for index in members])
     judgements = judge_grid(referee, grid, update_book=update_book)
     outcomes: list[DuelOutcome] = []
     for index, duel in enumerate(duels):

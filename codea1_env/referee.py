@@ -11,9 +11,11 @@ One judgement, step by step (Code-A1 semantics, see DESIGN.md):
    tester's text into test cases (:func:`~codea1_env.testcases.parse_tests`; stdio problems:
    :func:`~codea1_env.testcases.parse_io_pairs`).
 2. Build one sandbox batch: the GT program on every distinct generated call, on every expected
-   expression that is not a plain literal, and on the problem's GT tests; each candidate on the
-   distinct calls of all its suites, the replayed mistake-book tests and the GT tests. GT results
-   are cached per (GT program, call), so a call is run on the GT once per referee.
+   expression that is not a plain literal, and on the problem's GT tests; each distinct candidate
+   program on the distinct calls of all the suites written against it, the replayed mistake-book
+   tests and the GT tests (identical programs of a problem share one job; each sample keeps its
+   own verdicts). GT results are cached per (GT program, call), so a call is run on the GT once
+   per referee.
 3. Grade each suite against the GT (:func:`~codea1_env.testcases.grade_suite`, rule 2): calls
    the GT cannot run and duplicates are invalid and not kept; every other test is kept with the
    GT's value as its expectation, and counted invalid too when the tester's expectation was wrong.
@@ -553,24 +555,37 @@ class Referee:
             jobs.append(_job(program, keys, stdio, self.limits, f"gt:{plan.problem.task_id}"))
 
     def _add_candidate_jobs(self, plan: _Plan, jobs: list[Job]) -> None:
+        """One job per distinct program of the item: rows with the same program share it.
+
+        Each row (a code sample) still gets its own verdicts and its own book updates; the job
+        runs the union of the rows' calls.
+        """
         stdio = plan.problem.kind == "stdio"
+        by_program: dict[str, dict[str, None]] = {}
         for index, program in enumerate(plan.programs):
-            calls: dict[str, None] = {}
+            if program is None:
+                continue
+            calls = by_program.setdefault(program, {})
             for suite in plan.suites[index]:
                 for case in suite.cases:
                     calls[_call_key(case)] = None
+        shared: dict[str, tuple[list[str], int]] = {}
+        for program, calls in by_program.items():
             for entry in plan.book:
                 calls[entry.call] = None
             for case in plan.gt_cases:
                 calls[_call_key(case)] = None
             ordered = list(calls)
-            plan.cand_calls.append(ordered)
-            if program is None or not ordered:
-                plan.cand_jobs.append(-1)
+            if not ordered:
+                shared[program] = (ordered, -1)
                 continue
-            plan.cand_jobs.append(len(jobs))
-            tag = f"code:{plan.problem.task_id}:{index}"
+            tag = f"code:{plan.problem.task_id}:{len(shared)}"
+            shared[program] = (ordered, len(jobs))
             jobs.append(_job(program, ordered, stdio, plan.limits or self.limits, tag))
+        for program in plan.programs:
+            ordered, job = shared[program] if program is not None else ([], -1)
+            plan.cand_calls.append(ordered)
+            plan.cand_jobs.append(job)
 
     # ------------------------------------------------------------------ scoring
     def _score(

@@ -367,3 +367,25 @@ def test_evaluator_grades_like_the_referee(sandbox) -> None:
     assert evaluation.suites[-2].statuses == ("valid", "duplicate", "valid")
     # arguments and expectations that call builtins or the entry point are graded alike
     assert evaluation.suites[-1].statuses == ("wrong_expected", "valid")
+
+
+def test_identical_code_samples_count_separately_in_the_book(sandbox) -> None:
+    # Rule 8 counts per (code, replayed test): two episodes whose coders wrote the same text are
+    # two samples. Both pass the stored add(0, 5) (frequency 2): 2 - 2 = 0, removed. The
+    # referee still runs the identical program as one sandbox job.
+    from codea1_env.duel import Duel, score_duels
+
+    book = InMemoryMistakeBook()
+    book.apply(ADD.task_id, [("add(0, 5)", 5)] * 2, [])
+    referee = Referee(sandbox=sandbox, mistake_book=book)
+    duels = []
+    for _ in range(2):
+        duel = Duel(ADD)
+        duel.play_code(GOOD)
+        duel.play_tests(block("assert add(1, 2) == 3"))
+        duels.append(duel)
+    before = sandbox.jobs
+    outcomes = score_duels(referee, duels)
+    assert [o.rewards["coder"] for o in outcomes] == [1.0, 1.0]
+    assert book.entries(ADD.task_id) == []
+    assert sandbox.jobs - before == 2  # one GT job, one candidate job for both samples
