@@ -148,7 +148,9 @@ class TrainConfig:
     alpha: float = 0.5
     """Tester reward weight: ``R = alpha * R_val + (1 - alpha) * R_adv``."""
     k: int = 8
-    """At most ``k`` tests of a suite count (and ``k`` mistake-book tests are replayed)."""
+    """K, the divisor of R_val and of the tester's fail rate (over the first K kept tests; the
+    paper: 8). The coder's pass rate uses every kept test, and the mistake book replays its top 8
+    entries whatever K is."""
     tester_group: Literal["update_n", "all"] = "update_n"
     """``update_n`` (the paper): per problem, only the code whose suite rewards vary most gives
     the tester's group (its ``n_suites`` suites); ``all``: every code's suites form a group."""

@@ -11,8 +11,11 @@ result per policy with:
   Every policy reads the env's observations (:func:`codea1_env.spaces.observe`).
 * **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
   mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
-  :class:`~codea1_env.evaluation.SuiteEvaluator`. The tester is shown each problem with its GT
-  program (white-box, as in the paper's test-generation evaluation); its suites are run on the
+  :class:`~codea1_env.evaluation.SuiteEvaluator`, and next to them the training numbers of the
+  same suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of DESIGN.md; the
+  evaluator grades through the referee, so these equal what training would give). The tester is
+  shown each problem with its GT program (white-box, as in the paper's test-generation
+  evaluation); its suites are run on the
   GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
   pool for every policy so that testers are compared on the same codes).
 * **monitor**: :mod:`codea1_env.monitor` counts over the coder's programs (static scan and the
@@ -529,6 +532,9 @@ def _test_metrics(
     p01_rows: list[tuple[tuple[bool, ...], tuple[bool, ...]]] = []
     best: list[float] = []
     tests_written: list[int] = []
+    r_vals: list[float] = []
+    kept_counts: list[float] = []
+    invalid_counts: list[float] = []
     totals = {"mutants": 0, "crashing": 0, "equivalent": 0}
     for evaluation, texts, row in zip(evaluations, suites, per_problem):
         _problem_row(evaluation, texts, row, k)
@@ -538,6 +544,9 @@ def _test_metrics(
         wrong = [i for i, ok in enumerate(evaluation.candidate_correct) if not ok]
         for suite in evaluation.suites:
             tests_written.append(len(suite.valid))
+            r_vals.append(suite.r_val)
+            kept_counts.append(float(suite.n_kept))
+            invalid_counts.append(float(suite.n_invalid))
             validity.append(measures.validity_at_k(suite.valid, k))
             all_valid.append(1.0 if measures.all_valid_at_k(suite.valid, k) else 0.0)
             mut_entries.append((suite.valid, suite.mutant_kills))
@@ -569,6 +578,10 @@ def _test_metrics(
         "suites": len(validity),
         "tests_per_suite": measures.mean_or_none([float(n) for n in tests_written]),
         f"validity@{k}": measures.mean_or_none(validity),
+        # the training numbers of the same suites, from the referee (rule 3 of DESIGN.md)
+        "R_val": measures.mean_or_none(r_vals),
+        "n_kept": measures.mean_or_none(kept_counts),
+        "n_invalid": measures.mean_or_none(invalid_counts),
         f"all_valid@{k}": measures.mean_or_none(all_valid),
         f"mut@{k}": measures.mut_at_k(mut_entries, k),
         f"mut@{k}_suites": sum(

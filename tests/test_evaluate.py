@@ -209,3 +209,33 @@ def test_eval_cli_writes_json_and_markdown(tmp_path: Path) -> None:
     assert "| mutant |" in (tmp_path / "eval.md").read_text()
     bad = parser.parse_args(["--policy", "scripted:gt", "--samples", "1", "--k", "2"])
     assert eval_cli.run(bad) == 2
+
+
+def test_eval_reports_the_training_numbers_next_to_validity(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    eval_cli.add_arguments(parser)
+    args = parser.parse_args(
+        [
+            "--policy",
+            "boundary=scripted:boundary",
+            "--source",
+            "procedural-test:0",
+            "--problems",
+            "2",
+            "--samples",
+            "1",
+            "--n-candidates",
+            "0",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    assert eval_cli.run(args) == 0
+    tests = json.loads((tmp_path / "eval.json").read_text())["results"][0]["tests"]
+    assert {"R_val", "n_kept", "n_invalid"} <= set(tests)
+    assert 0.0 <= tests["R_val"] <= 1.0 and tests["n_kept"] > 0
+    header = next(
+        line for line in (tmp_path / "eval.md").read_text().splitlines() if "R_val" in line
+    )
+    assert "n_kept" in header and "n_invalid" in header and "validity@5" in header
