@@ -96,6 +96,9 @@ class Job:
         stdin_inputs: Inputs, stdio mode.
         limits: Resource limits.
         tag: Free-form label echoed back in the result (for bookkeeping by the caller).
+        coverage: Record which lines and arcs of the program each call executes
+            (``CallResult.coverage``; see :mod:`codea1_env.sandbox.tracer`). Slower: for
+            coverage metrics, not for rewards.
     """
 
     program: str
@@ -103,6 +106,7 @@ class Job:
     stdin_inputs: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     tag: str = ""
+    coverage: bool = False
 
     @property
     def mode(self) -> str:
@@ -127,12 +131,20 @@ class CallResult:
         duration_s: Wall-clock seconds the call took: the job child's own measure, kept within
             the interval the trusted side's clock allows; for a call that ended its child
             (timeout, crash, exit), the trusted side's time from its start to the exit.
+        coverage: Coverage jobs only (``Job.coverage``), for a call whose child reported: the
+            raw arcs ``(from_line, to_line)`` of the program's own code that running its top
+            level and then this call executed (a negative line ``-F`` is the entry or exit of
+            the code object starting on line ``F``; executed lines are the positive ends).
+            Validated in the trusted parent as pairs of ints in the program's line range, but
+            reported by the untrusted process: monitoring-grade data for coverage metrics, never
+            a verdict. None otherwise (calls that timed out, crashed or never ran included).
     """
 
     status: CallStatus
     value: Any = None
     error: str = ""
     duration_s: float = 0.0
+    coverage: frozenset[tuple[int, int]] | None = None
 
     @property
     def ok(self) -> bool:

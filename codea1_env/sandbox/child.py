@@ -20,6 +20,12 @@ Every record is validated against the expected sequence (setup first, then call 
 the child and makes the call in progress a CRASH. What the child may claim is limited to
 :data:`~.protocol.CHILD_STATUSES`: timeouts and crashes are only ever decided here.
 
+Coverage jobs (``Job.coverage``): every setup and call record carries ``"cov"``, the arcs the
+child traced since its previous record (see :mod:`.tracer`). :func:`coverage_arcs` accepts only a
+list of an even number of non-zero ints within the program's line bound, at most
+:data:`~.protocol.MAX_COVERAGE_ARCS` pairs (anything else is a protocol violation); a call's
+``CallResult.coverage`` is the union of its child's setup arcs and its own.
+
 ``audit`` records (runtime telemetry counted by the child's audit hook, see :mod:`.runner`) may
 arrive at any point before the last status record. They are validated (an object of known
 :data:`~.protocol.AUDIT_KEYS` to non-negative integers; anything else is a protocol violation),
@@ -49,9 +55,11 @@ from codea1_env.sandbox.protocol import (
     AUDIT_KEYS,
     AUDIT_RECORD,
     CHILD_STATUSES,
+    COVERAGE_ARC_BYTES,
     EXIT_RUNNER_ERROR,
     EXIT_RUNNER_MEMORY,
     FRAME,
+    MAX_COVERAGE_ARCS,
     MAX_ERROR_CHARS,
     ROUTINE_CONTROL_BYTES,
     pack_frame,
@@ -59,6 +67,7 @@ from codea1_env.sandbox.protocol import (
     send_message,
     send_packet,
 )
+from codea1_env.sandbox.tracer import line_bound
 
 __all__ = [
     "MAX_AUDIT_RECORDS",
@@ -68,6 +77,7 @@ __all__ = [
     "ChildSession",
     "WorkerBroken",
     "audit_counts",
+    "coverage_arcs",
 ]
 
 FINISH_GRACE_S = 2.0
@@ -142,6 +152,29 @@ def audit_counts(obj: dict[str, Any]) -> dict[str, int]:
         if value:
             out[key] = min(value, AUDIT_COUNT_CAP)
     return out
+
+
+def coverage_arcs(obj: dict[str, Any], max_line: int) -> frozenset[tuple[int, int]]:
+    """The arcs of one record of a coverage job, validated.
+
+    Args:
+        obj: The decoded setup or call record.
+        max_line: The program's line bound (:func:`.tracer.line_bound`).
+
+    Returns:
+        The ``(from, to)`` pairs of ``obj["cov"]``.
+
+    Raises:
+        ValueError: ``cov`` is missing or not a flat list of at most
+            :data:`~.protocol.MAX_COVERAGE_ARCS` pairs of non-zero ints within ``max_line``.
+    """
+    flat = obj.get("cov")
+    if type(flat) is not list or len(flat) % 2 or len(flat) > 2 * MAX_COVERAGE_ARCS:
+        raise ValueError("coverage record without a flat list of arcs")
+    for line in flat:
+        if type(line) is not int or line == 0 or not -max_line <= line <= max_line:
+            raise ValueError("coverage record with a line outside the program")
+    return frozenset(zip(flat[0::2], flat[1::2]))
 
 
 def limits_message(limits: Limits) -> dict[str, Any]:
@@ -286,6 +319,11 @@ class ChildSession:
         self.end = start + 1 if self.stdio else len(job.calls)
         self.audit_allowance = MAX_AUDIT_RECORDS + 1 + (self.end - start)
         self.max_frame = limits.max_value_bytes + 64 * 1024
+        self.coverage = job.coverage
+        self.max_line = line_bound(job.program) if job.coverage else 0
+        self.setup_arcs: frozenset[tuple[int, int]] = frozenset()
+        if job.coverage:
+            self.max_frame += COVERAGE_ARC_BYTES * MAX_COVERAGE_ARCS
         self.run = ChildRun(
             stdout=CappedBuffer(out_limit), stderr=CappedBuffer(limits.max_output_bytes)
         )
@@ -297,6 +335,8 @@ class ChildSession:
         }
         if not self.stdio:
             header["calls"] = list(job.calls)
+        if job.coverage:
+            header["coverage"] = True
         payload = pack_frame(json.dumps(header).encode())
         if self.stdio:
             payload += (stdin_text or "").encode("utf-8", "surrogatepass")
@@ -563,10 +603,19 @@ class ChildSession:
             return False
         if len(error) > MAX_ERROR_CHARS:
             error = error[:MAX_ERROR_CHARS]
+        arcs: frozenset[tuple[int, int]] | None = None
+        if self.coverage:
+            try:
+                arcs = coverage_arcs(obj, self.max_line)
+            except ValueError as exc:
+                self._violation(str(exc))
+                return False
         if self.phase == "setup":
             if kind != "setup" or status == "not_plain":
                 self._violation("result record out of sequence (expected setup)")
                 return False
+            if arcs is not None:
+                self.setup_arcs = arcs
             self.run.setup = (status, error)
             self.phase = "call" if status == "ok" and self.index < self.end else "done"
             return True
@@ -594,7 +643,10 @@ class ChildSession:
             duration = shortest if shortest > 0.0 else 0.0
         else:
             duration = claimed if claimed > 0.0 else 0.0
-        self.run.results.append(CallResult(STATUS_NAMES[status], value, error, duration))
+        coverage = None if arcs is None else self.setup_arcs | arcs
+        self.run.results.append(
+            CallResult(STATUS_NAMES[status], value, error, duration, coverage=coverage)
+        )
         self.index += 1
         self.phase = "done" if self.index >= self.end else "call"
         return True

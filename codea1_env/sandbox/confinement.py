@@ -36,7 +36,7 @@ __all__ = [
 
 CONFINEMENTS = ("auto", "bwrap", "unshare", "none")
 """Accepted values of the ``confinement`` option."""
-WORKER_MODULES = ("worker.py", "protocol.py", "zygote.py", "runner.py")
+WORKER_MODULES = ("worker.py", "protocol.py", "zygote.py", "runner.py", "tracer.py")
 """The standard-library-only modules that run inside a worker (entry script first)."""
 SANDBOX_DIR = "/sandbox"
 """Where the worker files appear inside bubblewrap."""

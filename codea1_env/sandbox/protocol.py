@@ -22,6 +22,13 @@ Result records, as a child writes them:
   before the last status record; they never advance the sequence nor reset a deadline. They are
   reported by the untrusted process itself, so they are best-effort monitoring data, never
   evidence for a verdict.
+
+In a coverage job (header ``"coverage": true``) every setup and call record also carries
+``"cov": [FROM, TO, FROM, TO, ...]``: the arcs of the program's own code traced since the previous
+record (see ``tracer.py``), at most :data:`MAX_COVERAGE_ARCS` of them, every line number a
+non-zero int within the program's line count (the parent rejects anything else as a malformed
+record). Like audit counts they are reported by the untrusted process: data for coverage
+metrics, never a verdict.
 """
 
 from __future__ import annotations
@@ -39,10 +46,12 @@ __all__ = [
     "AUDIT_KEYS",
     "AUDIT_RECORD",
     "CHILD_STATUSES",
+    "COVERAGE_ARC_BYTES",
     "EXIT_RUNNER_ERROR",
     "EXIT_RUNNER_MEMORY",
     "FRAME",
     "MAX_CONTROL_BYTES",
+    "MAX_COVERAGE_ARCS",
     "MAX_ERROR_CHARS",
     "RESULT_FD",
     "ROUTINE_CONTROL_BYTES",
@@ -87,6 +96,11 @@ AUDIT_KEYS = (
 """Kinds of audit events a child counts; the parent reports them as ``audit_<key>`` events."""
 AUDIT_COUNT_CAP = 1_000_000
 """Largest count the parent accepts per kind and child (larger claims are clamped)."""
+MAX_COVERAGE_ARCS = 1 << 15
+"""Most arcs one record of a coverage job carries (the tracer sends no more; the parent accepts
+no more)."""
+COVERAGE_ARC_BYTES = 24
+"""Record bytes the parent allows per arc of a coverage record, beyond a value's allowance."""
 
 
 def pack_frame(payload: bytes) -> bytes:

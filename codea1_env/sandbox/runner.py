@@ -26,6 +26,13 @@ reported by the untrusted process itself: a program can forge or suppress it (wr
 records, reach the counters through ``gc``, act through native code, which raises no Python
 audit event), so it is used for monitoring only and never for a verdict. Enforcement stays with
 seccomp, rlimits and namespaces.
+
+Coverage jobs (header ``"coverage": true``): an :class:`tracer.ArcTracer` traces the program's own
+code objects while its top level and each call run (not while the runner describes an exception
+or encodes a value), and every status record then carries ``"cov"``: the arcs recorded since
+the previous record, flattened (see :mod:`protocol`). The tracer is set before the audit hook is
+armed and removed after it is disarmed, so it never counts as tampering; a trace function the
+program leaves behind still does.
 """
 
 from __future__ import annotations
@@ -48,10 +55,12 @@ from protocol import (
     AUDIT_RECORD,
     EXIT_RUNNER_ERROR,
     FRAME,
+    MAX_COVERAGE_ARCS,
     MAX_ERROR_CHARS,
     RESULT_FD,
     read_frame,
 )
+from tracer import ArcTracer, line_bound
 
 # Captured before any untrusted code runs: a program may replace the module attributes.
 real_exit = os._exit
@@ -468,6 +477,7 @@ class JobRunner:
         self.recursion: _RecursionLimit | None = None
         self.audit = AuditTelemetry(scratch)
         self.pid = -1
+        self.tracer: ArcTracer | None = None
 
     def run(self) -> None:
         """Read the job from stdin, run it, stream the records, and exit the process."""
@@ -479,6 +489,8 @@ class JobRunner:
         program = str(header["program"])
         start = int(header.get("start", 0))
         calls = [str(call) for call in header.get("calls", [])]
+        if header.get("coverage") is True:
+            self.tracer = ArcTracer(line_bound(program), MAX_COVERAGE_ARCS)
         del header  # stdin: at end of file now (the parent closes it after the header)
         # Python's random reseeds itself from the OS in every forked child; start each job from
         # the same state instead, so programs (and the GT) that use random are reproducible.
@@ -493,11 +505,19 @@ class JobRunner:
         _flush_stdio()
         real_exit(0)
 
-    def _untrusted(self, function: Callable[..., Any], *args: Any) -> tuple[bool, Any]:
-        """Call untrusted code; ``(raised, result_or_exception)``."""
+    def _untrusted(
+        self, function: Callable[..., Any], *args: Any, traced: bool = False
+    ) -> tuple[bool, Any]:
+        """Call untrusted code; ``(raised, result_or_exception)``.
+
+        ``traced``: a coverage job's tracer (if any) records the program's lines meanwhile.
+        """
         assert self.recursion is not None
         audit = self.audit
+        tracer = self.tracer if traced else None
         self.recursion.enter_program()
+        if tracer is not None:
+            tracer.start()
         audit.armed = True
         try:
             return False, function(*args)
@@ -505,6 +525,8 @@ class JobRunner:
             return True, exc
         finally:
             audit.armed = False
+            if tracer is not None:
+                tracer.stop()
             if _getpid() != self.pid:
                 real_exit(0)  # a process the program forked must not go on running the job
             self.recursion.leave_program()
@@ -516,7 +538,12 @@ class JobRunner:
         return "BaseException" if raised else _str(text)
 
     def _send(self, record: str) -> None:
-        """Send one status record, preceded by the audit totals when they changed."""
+        """Send one status record, preceded by the audit totals when they changed.
+
+        In a coverage job the record gets the arcs traced since the previous one (``"cov"``).
+        """
+        if self.tracer is not None:
+            record = f'{record[:-1]},"cov":[{self.tracer.take()}]}}'
         if self.audit.dirty and not _write_frame(self.audit.record()):
             real_exit(EXIT_RUNNER_ERROR)
         if not _write_frame(record):
@@ -554,6 +581,8 @@ class JobRunner:
         except BaseException as exc:  # noqa: BLE001 - SyntaxError, ValueError (NUL bytes), ...
             self._send_status("setup", -1, "exception", describe_exception(exc))
             return None
+        if self.tracer is not None:
+            self.tracer.watch(code)
         return code, module
 
     def _run_calls(self, program: str, calls: list[str], start: int) -> None:
@@ -562,7 +591,7 @@ class JobRunner:
             return
         code, module = prepared
         namespace = module.__dict__
-        raised, exc = self._untrusted(_real_exec, code, namespace)
+        raised, exc = self._untrusted(_real_exec, code, namespace, traced=True)
         if raised:
             status, error = self._outcome(exc) or ("early_exit", "SystemExit")
             self._send_status("setup", -1, status, error)
@@ -578,7 +607,7 @@ class JobRunner:
                 self._send_status("call", index, "exception", describe_exception(exc))
                 continue
             began = _clock()
-            raised, value = self._untrusted(_real_eval, call, namespace)
+            raised, value = self._untrusted(_real_eval, call, namespace, traced=True)
             took = _clock() - began
             if raised:
                 status, error = self._outcome(value) or ("early_exit", "SystemExit")
@@ -618,7 +647,7 @@ class JobRunner:
         sys.argv[:] = ["solution"]
         self._send_status("setup", -1, "ok")
         began = _clock()
-        raised, exc = self._untrusted(_real_exec, code, module.__dict__)
+        raised, exc = self._untrusted(_real_exec, code, module.__dict__, traced=True)
         _flush_stdio()
         took = _clock() - began
         outcome = self._outcome(exc, exit_zero_ok=True) if raised else None

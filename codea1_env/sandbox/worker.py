@@ -1,8 +1,8 @@
 """Entry point of a sandbox worker process: ``python -S -s -B worker.py --fd N | --connect PATH``.
 
 Runs inside bubblewrap, namespaces or a container, with the standard library and the worker
-files (this script, ``protocol.py``, ``zygote.py``, ``runner.py``) next to each other; the plain
-data codec is loaded by path from the configuration. ``--fd N`` uses an inherited
+files (this script, ``protocol.py``, ``zygote.py``, ``runner.py``, ``tracer.py``) next to each
+other; the plain data codec is loaded by path from the configuration. ``--fd N`` uses an inherited
 ``SOCK_SEQPACKET`` socket (local backend); ``--connect PATH`` connects to a listening one (Docker
 backend, through a mounted directory). See :mod:`.zygote` and :mod:`.runner` for what happens
 next.
@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-_TRUSTED_MODULES = ("protocol", "runner", "zygote")
+_TRUSTED_MODULES = ("protocol", "tracer", "runner", "zygote")
 """The worker files loaded with a private copy of ``builtins``, in order of their imports."""
 
 
