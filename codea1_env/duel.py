@@ -128,6 +128,8 @@ class DuelOutcome:
                 "adversarial": t.r_adv,
                 "penalty": t.penalty,
             }
+            out["n_kept"] = suite.n_kept
+            out["n_invalid"] = suite.n_invalid
         return out
 
 

@@ -60,13 +60,15 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     the tests still to come) and the tester's reward for the tester's move. At the end,
     ``info["rewards"] == {"coder": float, "tester": float}``. With ``alpha`` and ``k`` (K):
 
-    * coder: mean of the pass rate on the GT-corrected generated tests and on the replayed
+    * coder: mean of the pass rate on every kept (GT-corrected) test and on the replayed
       mistake-book tests (whichever exist; 0 if none);
     * tester: ``alpha * R_val + (1 - alpha) * R_adv - penalty`` where
-      ``R_val = clip(min(n_valid / K, 1 - n_invalid / K), 0, 1)``, ``R_adv`` is the share of the
-      first K valid tests the code fails (relative to the mistake book when it has entries:
-      ``(gen_fail_rate - mb_fail_rate + 1) / 2``), and the penalty is the share of
-      non-printable characters; 0 when the code does not run.
+      ``R_val = clip(min(n_kept / K, 1 - n_invalid / K), 0, 1)``, ``R_adv`` is the code's
+      failures among the first K kept tests over K (relative to the mistake book when it has
+      entries: ``(gen_fail_rate - mb_fail_rate + 1) / 2``; 0 without kept tests), and the
+      penalty is the share of the response's characters not in ``string.printable``; the
+      ``alpha`` part is 0 when the code does not run. The authors' rules exactly, see
+      docs/deviations.md.
 
     ``reward_mode="golden"``: no tester; the episode ends after the coder's move and the coder
     is rewarded by its GT-test pass rate (the paper's "Golden Tests" row).
@@ -90,7 +92,9 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     :class:`~codea1_env.problems.Problem`). At the end also: ``rewards``, ``reasons``, ``tests``
     (the kept tests as scored, with GT expectations), ``verdicts`` (per test: valid, passed,
     status, error), ``rejected`` (asserts that did not count, with reasons),
-    ``mistake_book_verdicts``, ``gt_pass_rate`` and ``tester_reward_parts``.
+    ``mistake_book_verdicts``, ``gt_pass_rate``, ``tester_reward_parts`` and, when the tester's
+    text held tests, ``n_kept`` and ``n_invalid`` (rule 3 of DESIGN.md: the counts ``R_val``
+    comes from).
 
     ## Arguments
 

@@ -389,3 +389,28 @@ def test_identical_code_samples_count_separately_in_the_book(sandbox) -> None:
     assert [o.rewards["coder"] for o in outcomes] == [1.0, 1.0]
     assert book.entries(ADD.task_id) == []
     assert sandbox.jobs - before == 2  # one GT job, one candidate job for both samples
+
+
+def test_env_and_evaluator_give_identical_per_test_verdicts_and_counts(sandbox) -> None:
+    """The same problem, code and test text through the env and through the evaluator."""
+    texts = [r.tests for r in ROWS if r.problem is ADD and r.config.mode != "golden"]
+    (evaluation,) = SuiteEvaluator(sandbox).evaluate([(ADD, texts, [MINUS])], with_mutants=False)
+    env = gym.make("CodeTestDuel-v0", source="bank")
+    try:
+        for text, evaluated in zip(texts, evaluation.suites, strict=True):
+            env.reset(seed=0, options={"problem": problem_to_dict(ADD)})
+            env.step(MINUS)
+            *_, info = env.step(text)
+            kept = [s for s in evaluated.statuses if s in ("valid", "wrong_expected")]
+            assert [v["valid"] for v in info["verdicts"]] == [s == "valid" for s in kept]
+            assert (info.get("n_kept", 0), info.get("n_invalid", 0)) == (
+                evaluated.n_kept,
+                evaluated.n_invalid,
+            )
+            assert info["tester_reward_parts"]["validity"] == pytest.approx(evaluated.r_val)
+            passes = [
+                p for p, s in zip(evaluated.candidate_passes[0], evaluated.statuses) if s == "valid"
+            ]
+            assert passes == [v["passed"] for v in info["verdicts"] if v["valid"]]
+    finally:
+        env.close()
