@@ -1,0 +1,15 @@
+"""Adapters that put codea1's referee inside other RL engines.
+
+* :mod:`agents.integrations.core`: the shared scoring core (problems, frozen opponents, one
+  referee); every adapter scores through it, so through :meth:`Referee.judge_many
+  <codea1_env.referee.Referee.judge_many>` and nothing else.
+* :mod:`agents.integrations.reward_service`: ``codea1 serve-reward``, an HTTP service that batches
+  concurrent requests into single sandbox calls (OpenRLHF's remote reward protocol and
+  ``/v1/judge``).
+* :mod:`agents.integrations.openrlhf`: OpenRLHF's request and answer formats, and an in-process
+  ``reward_func``.
+* :mod:`agents.integrations.skyrl`: SkyRL-gym ``BaseTextEnv`` envs for the coder and the tester.
+* :mod:`agents.integrations.verl`: verl's custom ``compute_score`` and its parquet data builder.
+
+See ``docs/integrations.md`` for each engine's command line.
+"""

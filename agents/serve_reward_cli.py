@@ -1,0 +1,119 @@
+"""``codea1 serve-reward``: the HTTP reward service for RL engines (OpenRLHF and others).
+
+One referee, one mistake book, concurrent requests batched into single sandbox calls; see
+:mod:`agents.integrations.reward_service` for the endpoints and :mod:`agents.integrations.openrlhf`
+for the labels.
+
+Example::
+
+    codea1 serve-reward --source bank --mistake-book /data/book.sqlite --port 8011
+    # OpenRLHF: --reward.remote_url http://127.0.0.1:8011/get_reward
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve-reward`` subcommand's arguments."""
+    from agents.integrations.options import DEFAULT_MAX_BODY_BYTES, MODES, OPPONENTS
+
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8011, help="port (0: any free port)")
+    parser.add_argument(
+        "--source",
+        default="bank",
+        help="problems that labels name by id: bank, humaneval, procedural, jsonl:PATH",
+    )
+    parser.add_argument(
+        "--mistake-book",
+        metavar="PATH",
+        default=None,
+        help="SQLite mistake book (WAL; may be shared with other processes); default in memory",
+    )
+    parser.add_argument(
+        "--opponent",
+        choices=OPPONENTS,
+        default="boundary",
+        help="frozen tester of coder rows (gt: golden mode, the GT pass rate)",
+    )
+    parser.add_argument("--opponent-url", default=None, help="API root for --opponent http")
+    parser.add_argument("--opponent-model", default="tester", help="model for --opponent http")
+    parser.add_argument("--mode", choices=MODES, default="code-a1", help="reward mode")
+    parser.add_argument("--alpha", type=float, default=0.5, help="tester validity weight")
+    parser.add_argument("--k", type=int, default=8, help="Code-A1's K")
+    parser.add_argument("--num-tests", type=int, default=8, help="tests per frozen-tester suite")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted testers")
+    parser.add_argument(
+        "--sandbox", default="local", choices=("local", "docker", "ray"), help="sandbox backend"
+    )
+    parser.add_argument("--workers", type=int, default=None, help="local sandbox workers")
+    parser.add_argument(
+        "--no-book-update", action="store_true", help="replay the mistake book, never update it"
+    )
+    parser.add_argument("--max-batch", type=int, default=256, help="most rows per sandbox call")
+    parser.add_argument(
+        "--batch-window-ms", type=float, default=5.0, help="wait for more requests (ms)"
+    )
+    parser.add_argument("--max-queue", type=int, default=1024, help="queued requests before 503")
+    parser.add_argument(
+        "--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="413 above"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``codea1 serve-reward`` until SIGTERM or SIGINT."""
+    from agents.integrations.core import RewardCore
+    from agents.integrations.reward_service import RewardService, make_server, serve
+
+    core = RewardCore(
+        args.source,
+        opponent=args.opponent,
+        mode=args.mode,
+        alpha=args.alpha,
+        k=args.k,
+        mistake_book=args.mistake_book,
+        sandbox=args.sandbox,
+        workers=args.workers,
+        seed=args.seed,
+        num_tests=args.num_tests,
+        update_book=not args.no_book_update,
+        opponent_url=args.opponent_url,
+        opponent_model=args.opponent_model,
+    )
+    try:
+        service = RewardService(
+            core,
+            max_batch=args.max_batch,
+            batch_window_s=args.batch_window_ms / 1000.0,
+            max_queue=args.max_queue,
+        )
+    except BaseException:
+        core.close()
+        raise
+    try:
+        server = make_server(
+            service,
+            args.host,
+            args.port,
+            max_body_bytes=args.max_request_bytes,
+            verbose=args.verbose,
+        )
+    except BaseException:
+        service.close()
+        raise
+
+    def ready(srv: Any) -> None:
+        line = {"listening": srv.url, "opponent": core.opponent, "source": core.source_name}
+        print(json.dumps(line), flush=True)
+
+    serve(server, ready=ready)
+    print(json.dumps({"stopped": True, **service.health()}), file=sys.stderr, flush=True)
+    return 0
