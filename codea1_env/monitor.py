@@ -79,6 +79,7 @@ and neither decides a reward.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -283,11 +284,17 @@ def scan_program(source: str) -> dict[str, bool]:
         ``{"early_exit": bool, "kill_or_signal": bool, "file_outside_scratch": bool}``.
 
     """
+    return dict(_scan_program(source))
+
+
+@functools.lru_cache(maxsize=8192)
+def _scan_program(source: str) -> tuple[tuple[str, bool], ...]:
+    """:func:`scan_program`, cached per source (a batch repeats programs: codes, mutants)."""
     found = {"early_exit": False, "kill_or_signal": False, "file_outside_scratch": False}
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
-        return found
+        return tuple(found.items())
     aliases: dict[str, tuple[str, str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -320,7 +327,7 @@ def scan_program(source: str) -> dict[str, bool]:
                 arguments += list(node.func.value.args[:1])
             if any(_outside_path(arg) for arg in arguments):
                 found["file_outside_scratch"] = True
-    return found
+    return tuple(found.items())
 
 
 def _event_count(events: Mapping[str, Any], key: str) -> int:
@@ -395,6 +402,7 @@ def _calls_name(source: str, name: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=16384)
 def _normal(source: str) -> str:
     try:
         return ast.dump(ast.parse(source, mode="eval").body)

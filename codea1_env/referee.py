@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import threading
 import time
@@ -67,6 +68,7 @@ from codea1_env.testcases import (
 __all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
 _GT_CACHE_SIZE = 200_000
+_PARSE_CACHE_SIZE = 4096
 _CALLS_PER_JOB = 48
 _MAX_CASES_FACTOR = 8
 """At most ``8 * K`` asserts of a suite are read (64 for K = 8); later ones are ignored."""
@@ -87,6 +89,7 @@ class TestVerdict:
             expected expression, before GT correction): what a test "passes" means when the GT
             is not known, as in best-of-N selection or CURE's p00. Equals ``passed`` for a valid
             test; False when the claim did not evaluate.
+        duration_s: How long the candidate's call took (the sandbox's measure; 0 if not run).
 
     """
 
@@ -99,6 +102,7 @@ class TestVerdict:
     error: str = ""
     source: str = "generated"
     agrees_with_tester: bool = False
+    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,9 @@ class Referee:
             mistake_book if mistake_book is not None else InMemoryMistakeBook()
         )
         self._equal = plain.equality(self.reward_config.equality)
+        self._parse_cache: OrderedDict[
+            tuple[str, str, str], tuple[tuple[Any, ...], tuple[tuple[int, str, str], ...], str]
+        ] = OrderedDict()
         self._gt_cache: OrderedDict[tuple[str, str], CallResult] = OrderedDict()
         self._lock = threading.Lock()
         self.stats: dict[str, float] = {"sandbox_seconds": 0.0, "jobs": 0.0, "calls": 0.0}
@@ -432,9 +439,7 @@ class Referee:
         if stdio:
             gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
         else:
-            gt_cases = list(
-                parse_tests("\n".join(problem.tests), problem.entry_point, inline="anywhere").cases
-            )
+            gt_cases = list(_gt_tests(problem.entry_point, tuple(problem.tests)))
         return _Plan(problem, programs, errors, parsed, book, gt_cases)
 
     def _filter_trivial(self, suite: _Parsed, problem: Problem) -> None:
@@ -453,18 +458,42 @@ class Referee:
         suite.cases = kept
 
     def _parse(self, text: str, problem: Problem, k: int) -> _Parsed:
+        """Parse one suite; results are cached per (kind, entry point, text) (parsing is pure).
+
+        A batch often holds the same text several times (the evaluator judges every suite
+        against every candidate and mutant), and the GT tests of a problem come back each step.
+        """
         if not isinstance(text, str):
             return _Parsed("", [], [], "not_text")
-        max_cases = _MAX_CASES_FACTOR * k
-        if problem.kind == "stdio":
-            io = parse_io_pairs(text, max_cases=max_cases)
-            rejected = [(r.line, r.reason, r.source) for r in io.rejected]
-            return _Parsed(text, list(io.pairs), rejected, io.reason)
-        tests = parse_tests(
-            text, problem.entry_point, max_cases=max_cases, inline=self.reward_config.inline
-        )
-        rejected = [(r.line, r.reason, r.source) for r in tests.rejected]
-        return _Parsed(text, list(tests.cases), rejected, tests.reason)
+        key = (problem.kind, problem.entry_point, text)
+        with self._lock:
+            hit = self._parse_cache.get(key)
+            if hit is not None:
+                self._parse_cache.move_to_end(key)
+        if hit is None:
+            max_cases = _MAX_CASES_FACTOR * k
+            if problem.kind == "stdio":
+                io = parse_io_pairs(text, max_cases=max_cases)
+                hit = (
+                    io.pairs,
+                    tuple((r.line, r.reason, r.source) for r in io.rejected),
+                    io.reason,
+                )
+            else:
+                tests = parse_tests(
+                    text, problem.entry_point, max_cases=max_cases, inline=self.reward_config.inline
+                )
+                hit = (
+                    tests.cases,
+                    tuple((r.line, r.reason, r.source) for r in tests.rejected),
+                    tests.reason,
+                )
+            with self._lock:
+                self._parse_cache[key] = hit
+                while len(self._parse_cache) > _PARSE_CACHE_SIZE:
+                    self._parse_cache.popitem(last=False)
+        cases, rejected, reason = hit
+        return _Parsed(text, list(cases), list(rejected), reason)
 
     def _materialize(self, plans: Sequence[_Plan]) -> float:
         """Turn every generated call into a call on literal arguments (see :mod:`.arguments`).
@@ -805,6 +834,12 @@ class Referee:
             self._gt_cache.popitem(last=False)
 
 
+@functools.lru_cache(maxsize=4096)
+def _gt_tests(entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
+    """A problem's GT tests as cases (parsed once per process; the parse is pure)."""
+    return parse_tests("\n".join(tests), entry_point, inline="anywhere").cases
+
+
 def _digest(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -872,7 +907,10 @@ def _verdict(
     shown = f"stdin={key!r}" if stdio else f"assert {key} == {plain.to_source(expected)}"
     status = call.status.value if call is not None else CallStatus.NOT_RUN.value
     error = call.error[:300] if call is not None else "candidate did not run"
-    return TestVerdict(shown[:500], valid, ok, status, "" if ok else error, source)
+    duration = call.duration_s if call is not None else 0.0
+    return TestVerdict(
+        shown[:500], valid, ok, status, "" if ok else error, source, duration_s=duration
+    )
 
 
 def _case_line(case: TestCase | IOPair) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from agents.evaluate import (
     summarize_seeds,
 )
 from codea1_env.evaluation import SuiteEvaluator, discrimination, mutation_score, p01_p00
+from codea1_env.evaluation.suite_eval import MUTANT_TIMEOUT_FLOOR_S
 from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import Job, Limits, Sandbox
@@ -67,7 +69,12 @@ def test_mutant_jobs_run_under_the_mutant_limits(sandbox: Sandbox) -> None:
     evaluator.evaluate([(problem, ["assert f(0) == 12"], [DIV])])
     mutants = [job for job in seen if job.program not in (DIV, "")]  # the GT's mutants
     others = [job for job in seen if job.program in (DIV, "")]
-    assert mutants and all(job.limits == short for job in mutants)
+    # within the mutant limits, the call timeout is scaled from the GT's own calls (floor 50 ms)
+    assert mutants and all(
+        dataclasses.replace(job.limits, call_timeout_s=short.call_timeout_s) == short
+        and MUTANT_TIMEOUT_FLOOR_S <= job.limits.call_timeout_s <= short.call_timeout_s
+        for job in mutants
+    )
     assert others and all(job.limits == evaluator.limits for job in others)
 
 

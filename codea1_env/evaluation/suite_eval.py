@@ -5,12 +5,13 @@ metrics of :mod:`codea1_env.evaluation.metrics` need. It grades through the **sa
 training**: one :meth:`~codea1_env.referee.Referee.judge_many` call per batch, so parsing, the
 argument materialization, the GT correction (rules 1-3 of DESIGN.md) and the value comparison are
 the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come out next to
-the evaluation metrics. Per problem the referee judges:
+the evaluation metrics. For a batch of problems the referee judges, in two sandbox calls:
 
-* the GT itself and each candidate code against every suite (one item);
-* each mutant of the GT (from :mod:`codea1_env.mutation`, cached per GT program in a
-  :class:`~codea1_env.mutation.MutantCache`) against every suite, under the shorter
-  ``mutant_limits`` (a second item of the same problem; its GT runs are shared).
+1. per problem, the GT itself (row 0) and each candidate code against every suite;
+2. per problem, each mutant of the GT (from :mod:`codea1_env.mutation`, cached per GT program in
+   a :class:`~codea1_env.mutation.MutantCache`) against every suite, under a call timeout scaled
+   from the GT's own call times measured in step 1 (:data:`MUTANT_TIMEOUT_FACTOR`, within
+   ``mutant_limits``); the GT's runs are shared through the referee's GT cache.
 
 The evaluator's referee has its own empty mistake book and never updates it, so evaluation
 replays no book test and changes nothing.
@@ -29,6 +30,7 @@ no tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -42,7 +44,15 @@ from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import JobResult, Limits, Sandbox
 from codea1_env.testcases import TestCase
 
-__all__ = ["TEST_STATUSES", "EvaluatedSuite", "ProblemEvaluation", "SuiteEvaluator", "TestStatus"]
+__all__ = [
+    "MUTANT_TIMEOUT_FACTOR",
+    "MUTANT_TIMEOUT_FLOOR_S",
+    "TEST_STATUSES",
+    "EvaluatedSuite",
+    "ProblemEvaluation",
+    "SuiteEvaluator",
+    "TestStatus",
+]
 
 TestStatus = Literal[
     "valid", "wrong_expected", "gt_error", "duplicate", "bad_arguments", "filtered"
@@ -57,6 +67,12 @@ TEST_STATUSES: tuple[str, ...] = (
     "bad_arguments",
     "filtered",
 )
+
+MUTANT_TIMEOUT_FACTOR = 20.0
+"""A mutant call may take this many times the GT's slowest call of the problem."""
+
+MUTANT_TIMEOUT_FLOOR_S = 0.05
+"""...and at least this long (sandbox timers are accurate to a few milliseconds)."""
 
 _GRADE_TO_STATUS: dict[str, TestStatus] = {
     "valid": "valid",
@@ -133,9 +149,12 @@ class SuiteEvaluator:
     Args:
         sandbox: Where every program runs (all jobs of a batch in one :meth:`Sandbox.run`).
         limits: Per-job limits of the GT and candidate jobs.
-        mutant_limits: Per-job limits of the mutant jobs. The call timeout is shorter by default
-            (0.5 s): a mutant that loops (an off-by-one in a loop bound) would otherwise hold a
-            worker for the full timeout; a mutant that times out counts as failing that call.
+        mutant_limits: Per-job limits of the mutant jobs. Their call timeout is the most a mutant
+            call may take (0.5 s by default); within it, each problem's mutants get
+            ``max(MUTANT_TIMEOUT_FLOOR_S, MUTANT_TIMEOUT_FACTOR x the GT's slowest call)``, as
+            mutation tools do: a mutant that loops (an off-by-one in a loop bound) would
+            otherwise hold a worker for the full timeout, and a mutant that times out counts as
+            failing (killed on) that call.
         max_tests: Tests reported per suite (the first ones in the tester's order). Metrics use
             the first ``k``; ``r_val``/``n_kept``/``n_invalid`` count every test, as training.
         max_mutants: Mutants per problem (None: all). With a cut the first ones in the
@@ -195,37 +214,47 @@ class SuiteEvaluator:
             One :class:`ProblemEvaluation` per triple, in order.
 
         """
+        # 1. the GT (row 0) and the candidates of every problem, in one sandbox call
         items: list[tuple[Problem, list[str], list[list[str]]]] = []
-        limits: list[Limits | None] = []
-        where: list[tuple[int, int | None, int]] = []  # (item, mutant item, n_mutants)
+        where: list[int] = []  # per batch entry: its item, or -1 for a stdio problem
+        mutant_sources: list[list[str]] = []
         for problem, suites, codes in batch:
             texts = [t if isinstance(t, str) else "" for t in suites]
             if problem.kind == "stdio":
-                where.append((-1, None, 0))
+                where.append(-1)
+                mutant_sources.append([])
                 continue
             rows = [problem.gt_program, *codes]
-            item = len(items)
+            where.append(len(items))
             items.append((problem, rows, [list(texts) for _ in rows]))
-            limits.append(None)
             mutants: list[str] = []
             if with_mutants and texts:
                 mutants = [
                     m.source
                     for m in self.mutant_cache.get(problem.gt_program, max_mutants=self.max_mutants)
                 ]
-            mutant_item: int | None = None
-            if mutants:
-                mutant_item = len(items)
-                items.append((problem, mutants, [list(texts) for _ in mutants]))
-                limits.append(self.mutant_limits)
-            where.append((item, mutant_item, len(mutants)))
-        judgements = (
-            self.referee.judge_many(items, update_book=False, candidate_limits=limits)
-            if items
+            mutant_sources.append(mutants)
+        judgements = self.referee.judge_many(items, update_book=False) if items else []
+        # 2. every problem's mutants, in one more sandbox call, each under a call timeout set
+        #    from the GT's own call times on the same inputs (measured in step 1)
+        mutant_items: list[tuple[Problem, list[str], list[list[str]]]] = []
+        mutant_limits: list[Limits | None] = []
+        mutant_where: dict[int, int] = {}
+        for index, ((problem, suites, _codes), item) in enumerate(zip(batch, where)):
+            if item < 0 or not mutant_sources[index]:
+                continue
+            mutant_where[index] = len(mutant_items)
+            sources = mutant_sources[index]
+            texts = [t if isinstance(t, str) else "" for t in suites]
+            mutant_items.append((problem, sources, [list(texts) for _ in sources]))
+            mutant_limits.append(self._mutant_limits(judgements[item]))
+        mutant_judgements = (
+            self.referee.judge_many(mutant_items, update_book=False, candidate_limits=mutant_limits)
+            if mutant_items
             else []
         )
         out: list[ProblemEvaluation] = []
-        for (problem, suites, codes), (item, mutant_item, n_mutants) in zip(batch, where):
+        for index, ((problem, suites, codes), item) in enumerate(zip(batch, where)):
             if item < 0:
                 out.append(
                     ProblemEvaluation(
@@ -236,9 +265,21 @@ class SuiteEvaluator:
                     )
                 )
                 continue
-            judged_mutants = judgements[mutant_item] if mutant_item is not None else None
-            out.append(self._problem(problem, judgements[item], judged_mutants, n_mutants))
+            slot = mutant_where.get(index)
+            judged_mutants = mutant_judgements[slot] if slot is not None else None
+            out.append(
+                self._problem(problem, judgements[item], judged_mutants, len(mutant_sources[index]))
+            )
         return out
+
+    def _mutant_limits(self, judged: Judgement) -> Limits:
+        """The mutants' limits: the call timeout scaled from the GT's slowest call (row 0)."""
+        durations = [v.duration_s for v in judged.gt_tests[0]] if judged.gt_tests else []
+        durations += [v.duration_s for suite in judged.suites[0] for v in suite.verdicts]
+        slowest = max(durations, default=0.0)
+        ceiling = self.mutant_limits.call_timeout_s
+        timeout = min(ceiling, max(MUTANT_TIMEOUT_FLOOR_S, MUTANT_TIMEOUT_FACTOR * slowest))
+        return dataclasses.replace(self.mutant_limits, call_timeout_s=timeout)
 
     # ------------------------------------------------------------------ tables
     def _problem(
