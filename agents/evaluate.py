@@ -15,7 +15,9 @@ result per policy with:
   same suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of DESIGN.md; the
   evaluator grades through the referee, so these equal what training would give). The tester is
   shown each problem with its GT program (white-box, as in the paper's test-generation
-  evaluation); its suites are run on the
+  evaluation), LCov@k / BCov@k (line and branch coverage of the GT by each suite's first k kept
+  tests, traced in the sandbox: :mod:`codea1_env.evaluation.coverage`) and UTRL's UT fidelity
+  (:mod:`codea1_env.evaluation.fidelity`, over the candidate pool below); its suites are run on the
   GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
   pool for every policy so that testers are compared on the same codes).
 * **monitor**: :mod:`codea1_env.monitor` counts over the coder's programs (static scan and the
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import tokenize
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +52,8 @@ import numpy as np
 
 from codea1_env.duel import Duel, Role, answer_for, judge_grid
 from codea1_env.env import duel_info
+from codea1_env.evaluation import coverage
+from codea1_env.evaluation import fidelity as fidelity_module
 from codea1_env.evaluation import metrics as measures
 from codea1_env.evaluation.suite_eval import ProblemEvaluation, SuiteEvaluator
 from codea1_env.monitor import MonitorCounts, scan_programs, scan_suite
@@ -566,6 +571,8 @@ def _test_metrics(
                 value = measures.best_of_n(counts, scores)
                 if value is not None:
                     best.append(value)
+    lcov, bcov = _coverage(shared, evaluations, k, per_problem)
+    fidelity = _fidelity(evaluations, per_problem)
     on_correct = [p for r, v in p01_rows for p, ok in zip(r, v) if ok]
     on_incorrect = [p for r, v in p01_rows for p, ok in zip(r, v) if not ok]
     random_pick = [
@@ -587,6 +594,9 @@ def _test_metrics(
         f"mut@{k}_suites": sum(
             1 for v, kills in mut_entries if measures.all_valid_at_k(v, k) and kills
         ),
+        f"lcov@{k}": lcov,
+        f"bcov@{k}": bcov,
+        "ut_fidelity": fidelity.mean,
         "discrimination": measures.mean_or_none(discrimination),
         "ut_accuracy": measures.unit_test_accuracy(accuracy_flags),
         "p01": measures.mean_or_none([1.0 if p else 0.0 for p in on_correct]),
@@ -596,6 +606,75 @@ def _test_metrics(
         **totals,
     }
     return out, monitor
+
+
+def _coverage(
+    shared: _Shared,
+    evaluations: Sequence[ProblemEvaluation],
+    k: int,
+    per_problem: list[dict[str, Any]],
+) -> tuple[float | None, float | None]:
+    """LCov@k and BCov@k of the GT by each suite's first k kept tests, traced in the sandbox.
+
+    One batched sandbox call of coverage jobs (:func:`codea1_env.evaluation.coverage.coverage_job`)
+    over every suite; averaged over suites (BCov over the suites whose GT has a branch).
+    """
+    jobs: list[Job] = []
+    models: list[Any] = []
+    owners: list[int] = []
+    for index, (problem, evaluation) in enumerate(zip(shared.problems, evaluations)):
+        if problem.kind != "function":
+            continue
+        try:
+            model = coverage.analyze_program(problem.gt_program)
+        except (SyntaxError, ValueError, RecursionError, tokenize.TokenError):
+            continue
+        for suite in evaluation.suites:
+            calls = [
+                case.call
+                for status, case in zip(suite.statuses, suite.cases)
+                if status in ("valid", "wrong_expected") and case is not None
+            ][:k]
+            jobs.append(
+                coverage.coverage_job(
+                    problem.gt_program, calls, limits=shared.evaluator.limits, tag="coverage"
+                )
+            )
+            models.append(model)
+            owners.append(index)
+    results = shared.evaluator.sandbox.run(jobs) if jobs else []
+    lines: list[float | None] = []
+    branches: list[float | None] = []
+    rows: dict[int, list[float | None]] = {}
+    for model, owner, result in zip(models, owners, results):
+        runs = [call.coverage for call in result.calls if call.ok]
+        figures = coverage.coverage_at_k(model, runs, k)
+        lines.append(figures.lcov)
+        branches.append(figures.bcov)
+        rows.setdefault(owner, []).append(figures.lcov)
+    for owner, values in rows.items():
+        per_problem[owner][f"lcov@{k}"] = values
+    return coverage.mean_coverage(lines), coverage.mean_coverage(branches)
+
+
+def _fidelity(
+    evaluations: Sequence[ProblemEvaluation], per_problem: list[dict[str, Any]]
+) -> fidelity_module.FidelityReport:
+    """UTRL's UT fidelity per suite over the candidate pool, averaged per problem and overall."""
+    rates: dict[str, tuple[list[float], list[float]]] = {}
+    for evaluation in evaluations:
+        for index, suite in enumerate(evaluation.suites):
+            rates[f"{evaluation.task_id}#{index}"] = (
+                fidelity_module.pass_rates(suite.candidate_passes),
+                list(evaluation.candidate_gt_pass_rates),
+            )
+    report = fidelity_module.fidelity_report(rates)
+    for evaluation, row in zip(evaluations, per_problem):
+        values = [
+            report.per_problem[f"{evaluation.task_id}#{i}"] for i in range(len(evaluation.suites))
+        ]
+        row["ut_fidelity"] = values
+    return report
 
 
 def _problem_row(

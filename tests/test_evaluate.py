@@ -232,7 +232,7 @@ def test_eval_reports_the_training_numbers_next_to_validity(tmp_path: Path) -> N
             "--samples",
             "1",
             "--n-candidates",
-            "0",
+            "4",
             "--out",
             str(tmp_path),
             "--quiet",
@@ -240,8 +240,11 @@ def test_eval_reports_the_training_numbers_next_to_validity(tmp_path: Path) -> N
     )
     assert eval_cli.run(args) == 0
     tests = json.loads((tmp_path / "eval.json").read_text())["results"][0]["tests"]
-    assert {"R_val", "n_kept", "n_invalid"} <= set(tests)
+    assert {"R_val", "n_kept", "n_invalid", "lcov@5", "bcov@5", "ut_fidelity"} <= set(tests)
     assert 0.0 <= tests["R_val"] <= 1.0 and tests["n_kept"] > 0
+    # the procedural GTs are one-line conditional expressions: every line runs, and there is no
+    # branch line in coverage.py's sense (arcs between lines), so BCov is undefined
+    assert tests["lcov@5"] == 1.0 and tests["bcov@5"] is None
     header = next(
         line for line in (tmp_path / "eval.md").read_text().splitlines() if "R_val" in line
     )
