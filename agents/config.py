@@ -151,6 +151,12 @@ class TrainConfig:
     """K, the divisor of R_val and of the tester's fail rate (over the first K kept tests; the
     paper: 8). The coder's pass rate uses every kept test, and the mistake book replays its top 8
     entries whatever K is."""
+    coverage_bonus: float = 0.0
+    """Optional tester bonus weight (codea1's, off in the paper): ``+ w * LCov@K`` of the GT by
+    the suite's first K kept tests, traced in the sandbox (docs/metrics.md: when it helps, cost)."""
+    mutation_bonus: float = 0.0
+    """Optional tester bonus weight (codea1's, off in the paper): ``+ w *`` the share of the GT's
+    mutants (8 at most, cached per problem) killed by the suite's first K kept tests."""
     tester_group: Literal["update_n", "all"] = "update_n"
     """``update_n`` (the paper): per problem, only the code whose suite rewards vary most gives
     the tester's group (its ``n_suites`` suites); ``all``: every code's suites form a group."""
@@ -303,7 +309,13 @@ class TrainConfig:
         """The referee's reward settings as :class:`codea1_env.rewards.RewardConfig`."""
         from codea1_env.rewards import RewardConfig
 
-        return RewardConfig(alpha=self.alpha, k=self.k, mode=self.mode)
+        return RewardConfig(
+            alpha=self.alpha,
+            k=self.k,
+            mode=self.mode,
+            coverage_bonus=self.coverage_bonus,
+            mutation_bonus=self.mutation_bonus,
+        )
 
     def limits(self) -> Any:
         """The sandbox limits as :class:`codea1_env.sandbox.Limits`."""

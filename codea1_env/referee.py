@@ -36,6 +36,7 @@ import functools
 import hashlib
 import threading
 import time
+import tokenize
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,14 @@ __all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
 _GT_CACHE_SIZE = 200_000
 _PARSE_CACHE_SIZE = 4096
+
+BONUS_MUTANTS = 8
+"""Most mutants of a GT the optional mutation-kill bonus runs (cached per problem)."""
+
+BONUS_MUTANT_TIMEOUT_S = (0.05, 0.25)
+"""A bonus mutant's call timeout: 20x the GT's slowest cached call on the same inputs, within
+these bounds (the upper one when the GT's times are not cached yet); a mutant that loops
+counts as killed on that call without holding a worker for the full call timeout."""
 _CALLS_PER_JOB = 48
 _MAX_CASES_FACTOR = 8
 """At most ``8 * K`` asserts of a suite are read (64 for K = 8); later ones are ignored."""
@@ -199,6 +208,9 @@ class _Plan:
     cand_jobs: list[int] = field(default_factory=list)
     # limits of this problem's candidate jobs (the referee's when None)
     limits: Limits | None = None
+    # the optional mutation-kill bonus: the calls the GT's mutants ran, and their jobs
+    mutant_calls: list[str] = field(default_factory=list)
+    mutant_jobs: list[int] = field(default_factory=list)
 
 
 class Referee:
@@ -234,6 +246,7 @@ class Referee:
             mistake_book if mistake_book is not None else InMemoryMistakeBook()
         )
         self._equal = plain.equality(self.reward_config.equality)
+        self._mutants: Any = None  # a MutantCache, made on first use of the mutation bonus
         self._parse_cache: OrderedDict[
             tuple[str, str, str], tuple[tuple[Any, ...], tuple[tuple[int, str, str], ...], str]
         ] = OrderedDict()
@@ -321,6 +334,8 @@ class Referee:
         for plan in plans:
             self._add_gt_jobs(plan, jobs, gt_slots, gt_seen)
             self._add_candidate_jobs(plan, jobs)
+            if self.reward_config.mutation_bonus:
+                self._add_mutant_jobs(plan, jobs)
         started = time.perf_counter()
         results = self.sandbox.run(jobs) if jobs else []
         elapsed = time.perf_counter() - started + inputs_seconds
@@ -581,7 +596,40 @@ class Referee:
         for start in range(0, len(needed), _CALLS_PER_JOB):
             keys = needed[start : start + _CALLS_PER_JOB]
             gt_slots.append((program, keys, len(jobs)))
-            jobs.append(_job(program, keys, stdio, self.limits, f"gt:{plan.problem.task_id}"))
+            job = _job(program, keys, stdio, self.limits, f"gt:{plan.problem.task_id}")
+            if self.reward_config.coverage_bonus and not stdio:
+                job = dataclasses.replace(job, coverage=True)
+            jobs.append(job)
+
+    def _add_mutant_jobs(self, plan: _Plan, jobs: list[Job]) -> None:
+        """The optional mutation-kill bonus: the GT's mutants on every call of the suites."""
+        if plan.problem.kind != "function":
+            return
+        calls = list(
+            dict.fromkeys(_call_key(c) for row in plan.suites for s in row for c in s.cases)
+        )
+        if not calls:
+            return
+        if self._mutants is None:
+            from codea1_env.mutation import MutantCache
+
+            self._mutants = MutantCache()
+        mutants = self._mutants.get(plan.problem.gt_program, max_mutants=BONUS_MUTANTS)
+        plan.mutant_calls = calls
+        digest = _digest(plan.problem.gt_program)
+        cached = [self._cache_get((digest, call)) for call in calls]
+        low, high = BONUS_MUTANT_TIMEOUT_S
+        timeout = high
+        if all(result is not None for result in cached):
+            slowest = max(result.duration_s for result in cached if result is not None)
+            timeout = min(high, max(low, 20.0 * slowest))
+        limits = dataclasses.replace(
+            self.limits, call_timeout_s=min(timeout, self.limits.call_timeout_s)
+        )
+        for index, mutant in enumerate(mutants):
+            plan.mutant_jobs.append(len(jobs))
+            tag = f"mutant:{plan.problem.task_id}:{index}"
+            jobs.append(_job(mutant.source, calls, False, limits, tag))
 
     def _add_candidate_jobs(self, plan: _Plan, jobs: list[Job]) -> None:
         """One job per distinct program of the item: rows with the same program share it.
@@ -691,7 +739,20 @@ class Referee:
                 gen_rates.append(gen_rate)
                 gen_failures = sum(not v.passed for v in verdicts[: config.k])
                 n_invalid = (grading.n_invalid if grading else 0) + len(suite.discarded)
+                first_k = [_call_key(t.case) for t in grading.tests[: config.k]] if grading else []
+                coverage = (
+                    self._coverage_bonus(plan.problem.gt_program, first_k, gt)
+                    if config.coverage_bonus and not stdio
+                    else None
+                )
+                killed = (
+                    self._mutation_bonus(plan, first_k, gt, results)
+                    if config.mutation_bonus and not stdio
+                    else None
+                )
                 tester = tester_reward(
+                    coverage=coverage,
+                    mutation=killed,
                     n_kept=grading.n_kept if grading else 0,
                     n_invalid=n_invalid,
                     gen_failures=gen_failures,
@@ -793,6 +854,42 @@ class Referee:
             verdicts.append(dataclasses.replace(verdict, agrees_with_tester=agrees))
         return grading, tuple(verdicts)
 
+    # ------------------------------------------------------------------ optional bonuses
+    def _coverage_bonus(self, gt_program: str, calls: Sequence[str], gt: Any) -> float:
+        """LCov@K of the GT by ``calls`` (the first K kept tests), from its traced GT runs."""
+        from codea1_env.evaluation.coverage import coverage_at_k
+
+        model = _program_model(gt_program)
+        if model is None or not calls:
+            return 0.0
+        runs = [getattr(gt(call), "coverage", None) for call in calls]
+        figures = coverage_at_k(model, runs, len(calls))
+        return float(figures.lcov or 0.0)
+
+    def _mutation_bonus(
+        self, plan: _Plan, calls: Sequence[str], gt: Any, results: Sequence[JobResult]
+    ) -> float:
+        """Share of the GT's mutants (those whose program ran) killed by the first K kept tests.
+
+        Each mutant is credited to the first of ``calls`` (in the suite's order) on which its
+        value differs from the GT's or its call fails.
+        """
+        ran = [results[i] for i in plan.mutant_jobs if results[i].compiled]
+        if not ran:
+            return 0.0
+        position = {call: i for i, call in enumerate(plan.mutant_calls)}
+        killed = 0
+        for result in ran:
+            for call in calls:
+                reference = gt(call)
+                outcome = result.calls[position[call]] if call in position else None
+                if reference is None or not reference.ok or outcome is None:
+                    continue
+                if not (outcome.ok and self._equal(outcome.value, reference.value)):
+                    killed += 1
+                    break
+        return killed / len(ran)
+
     # ------------------------------------------------------------------ mistake book
     def _update_book(self, plan: _Plan, judgement: Judgement) -> None:
         """Rule 8, over this problem's valid codes: -1 per replayed pass, then +1 per kept fail."""
@@ -832,6 +929,17 @@ class Referee:
         self._gt_cache.move_to_end(key)
         while len(self._gt_cache) > _GT_CACHE_SIZE:
             self._gt_cache.popitem(last=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _program_model(program: str) -> Any:
+    """The static coverage model of a GT program (None when it cannot be analysed)."""
+    from codea1_env.evaluation.coverage import analyze_program
+
+    try:
+        return analyze_program(program)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, tokenize.TokenError):
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -950,6 +1058,8 @@ def _metrics(j: Judgement) -> dict[str, float]:
         "tester/reward": _mean([t.total for t in testers]),
         "tester/validity": _mean([t.r_val for t in testers]),
         "tester/adversarial": _mean([t.r_adv for t in testers]),
+        "tester/coverage": _mean([t.coverage for t in testers]),
+        "tester/mutation_kill": _mean([t.mutation for t in testers]),
         "tester/valid_share": (sum(g.n_valid for g in graded) / considered) if considered else 0.0,
         "tester/tests_per_suite": _mean([float(len(s.verdicts)) for s in suites]),
         "tester/valid_failure_rate": (

@@ -92,6 +92,11 @@ class RewardConfig:
             floats exact) or ``"strict"`` (codea1's option: types must match at every level,
             floats within ``math.isclose`` tolerances, NaN equals NaN); see
             :mod:`codea1_env.plain`.
+        coverage_bonus: Weight of an optional tester bonus, LCov@K of the GT by the suite's
+            first K kept tests (traced in the sandbox). 0 (off, the paper) by default.
+        mutation_bonus: Weight of an optional tester bonus, the share of the GT's mutants
+            (at most 8, cached per problem) killed by the suite's first K kept tests, each
+            credited to the first test that kills it. 0 (off, the paper) by default.
 
     Raises:
         ValueError: a field is out of range; the message names the field.
@@ -103,6 +108,8 @@ class RewardConfig:
     mode: str = "code-a1"
     inline: InlinePolicy = "arguments"
     equality: Literal["python", "strict"] = "python"
+    coverage_bonus: float = 0.0
+    mutation_bonus: float = 0.0
 
     def __post_init__(self) -> None:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
@@ -113,6 +120,10 @@ class RewardConfig:
             raise ValueError(f"RewardConfig.k must be an int >= 1, got {self.k!r}")
         if self.mode not in MODES:
             raise ValueError(f"RewardConfig.mode must be one of {MODES}, got {self.mode!r}")
+        for name in ("coverage_bonus", "mutation_bonus"):
+            weight = getattr(self, name)
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise ValueError(f"RewardConfig.{name} must be a number >= 0, got {weight!r}")
         if self.equality not in ("python", "strict"):
             raise ValueError(
                 f"RewardConfig.equality must be 'python' or 'strict', got {self.equality!r}"
@@ -154,6 +165,10 @@ class TesterReward:
         r_adv: Adversarial reward (0 when the candidate did not run).
         penalty: Non-printable-character penalty (reported even when the candidate did not run).
         reason: ``""`` normally; ``"candidate_did_not_run"`` when the total is forced to 0.
+        coverage: Line coverage of the GT by the first K kept tests (LCov@K), when the
+            optional coverage bonus is on (``RewardConfig.coverage_bonus > 0``); else 0.
+        mutation: Share of the GT's mutants killed by the first K kept tests, when the
+            optional mutation-kill bonus is on (``RewardConfig.mutation_bonus > 0``); else 0.
 
     """
 
@@ -164,6 +179,8 @@ class TesterReward:
     r_adv: float
     penalty: float
     reason: str = ""
+    coverage: float = 0.0
+    mutation: float = 0.0
 
 
 def _check_rate(name: str, value: float) -> float:
@@ -334,6 +351,8 @@ def tester_reward(
     candidate_ran: bool,
     text: str,
     config: RewardConfig | None = None,
+    coverage: float | None = None,
+    mutation: float | None = None,
 ) -> TesterReward:
     """The Test LLM's reward for one suite written against one candidate code (rule 7).
 
@@ -352,13 +371,23 @@ def tester_reward(
         candidate_ran: Whether the candidate program compiled and its top level ran.
         text: The tester's whole raw response (for the penalty).
         config: Reward settings; defaults to :class:`RewardConfig`.
+        coverage: LCov@K of the GT by the suite (optional bonus; counted with weight
+            ``config.coverage_bonus``, only when the candidate ran).
+        mutation: Share of the GT's mutants the suite kills (optional bonus; weight
+            ``config.mutation_bonus``, only when the candidate ran).
+
+    The optional bonuses are codea1's, off by default (the paper's scoring):
+    ``total += coverage_bonus * coverage + mutation_bonus * mutation``.
 
     """
     config = config or RewardConfig()
     r_val = validity_reward(n_kept, n_invalid, config.k)
     penalty = nonprintable_penalty(text)
+    cov = _check_rate("coverage", coverage) if coverage is not None else 0.0
+    mut = _check_rate("mutation", mutation) if mutation is not None else 0.0
     if not candidate_ran:
-        return TesterReward(-penalty, r_val, 0.0, penalty, "candidate_did_not_run")
+        return TesterReward(-penalty, r_val, 0.0, penalty, "candidate_did_not_run", cov, mut)
     r_adv = adversarial_reward(gen_failures, config.k, mb_failures, mb_total, n_kept=n_kept)
     total = config.alpha * r_val + (1.0 - config.alpha) * r_adv - penalty
-    return TesterReward(total, r_val, r_adv, penalty)
+    total += config.coverage_bonus * cov + config.mutation_bonus * mut
+    return TesterReward(total, r_val, r_adv, penalty, "", cov, mut)
