@@ -1,0 +1,281 @@
+"""SkyRL-gym envs for the two roles: ``codea1_coder`` and ``codea1_tester`` (``BaseTextEnv``).
+
+Importing this module registers both ids with ``skyrl_gym.register`` (SkyRL-gym 0.4.0; install
+with ``pip install 'codea1[skyrl]'``). Each is a one-turn text env, as SkyRL's own ``gsm8k`` and
+``lcb`` envs are, built the way SkyRL builds envs,
+``skyrl_gym.make(env_class, env_config=..., extras=dataset_row)``:
+
+``codea1_coder``
+    The trained policy is the Code LLM; the tester is frozen (``env_config.opponent``: ``gt``,
+    ``gt+mistake_book``, ``boundary`` (default), ``random``, ``trivial`` or ``http`` with
+    ``opponent_url``/``opponent_model``; see :data:`agents.integrations.options.OPPONENTS`).
+    ``step(answer)`` returns the coder's reward.
+``codea1_tester``
+    The trained policy is the Test LLM; the coder is frozen: its answer is in the row
+    (``extra_info.code``). ``step(tests)`` returns the tester's reward.
+
+Dataset rows (SkyRL's format; :func:`agents.integrations.verl.build_rows` writes them with
+``env_class``)::
+
+    {"prompt": [{"role": "user", "content": ...}], "env_class": "codea1_coder",
+     "reward_spec": {"method": "rule", "ground_truth": "bank/clamp" | "<problem JSON>"},
+     "extra_info": {"code": "<frozen coder answer>"}}          # codea1_tester only
+
+``ground_truth`` is a problem id of ``env_config.source`` (default ``bank``) or a whole problem
+record in the JSONL schema (as JSON text or a dict). An empty ``prompt`` is filled in by
+:meth:`init` with codea1's paper-style prompt for the role.
+
+Scoring goes through the one referee: every env of a process with the same ``env_config`` shares
+one :class:`~agents.integrations.core.RewardCore` (referee, sandbox, mistake book);
+``env_config.mistake_book`` (a SQLite path) shares the book across SkyRL's processes too.
+``env_config.reward_url`` (``http://HOST:PORT`` of ``codea1 serve-reward``) sends each step to
+that service instead, so that all env workers share its batching, opponent and book.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.request
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+try:
+    import skyrl_gym
+    from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "agents.integrations.skyrl needs SkyRL-gym: pip install 'codea1[skyrl]' (skyrl-gym>=0.4)"
+    ) from exc
+
+from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
+from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
+from codea1_env.duel import Duel
+from codea1_env.spaces import observe
+
+__all__ = [
+    "CODER_ENV_ID",
+    "TESTER_ENV_ID",
+    "CoderTextEnv",
+    "TesterTextEnv",
+    "close_shared_cores",
+    "register_envs",
+    "shared_core",
+]
+
+CODER_ENV_ID = "codea1_coder"
+TESTER_ENV_ID = "codea1_tester"
+
+_CORE_KEYS = (
+    "source",
+    "opponent",
+    "mode",
+    "alpha",
+    "k",
+    "mistake_book",
+    "seed",
+    "num_tests",
+    "workers",
+    "opponent_url",
+    "opponent_model",
+    "sandbox",
+)
+_CORES: dict[tuple[Any, ...], RewardCore] = {}
+_CORES_LOCK = threading.Lock()
+
+
+def _plain_config(env_config: Any) -> dict[str, Any]:
+    """``env_config`` (None, a dict or an OmegaConf DictConfig) as a plain dict."""
+    if env_config is None:
+        return {}
+    if hasattr(env_config, "_metadata"):  # an OmegaConf container
+        from omegaconf import OmegaConf
+
+        container = OmegaConf.to_container(env_config, resolve=True)
+        return {str(k): v for k, v in container.items()} if isinstance(container, dict) else {}
+    if isinstance(env_config, Mapping):
+        return dict(env_config)
+    raise TypeError(f"env_config must be a mapping, got {type(env_config).__name__}")
+
+
+def shared_core(env_config: Mapping[str, Any] | None = None) -> RewardCore:
+    """The process's :class:`RewardCore` for ``env_config`` (built on first use, then shared).
+
+    Keys (all optional): ``source`` (``"bank"``), ``opponent`` (``"boundary"``), ``mode``,
+    ``alpha``, ``k``, ``mistake_book`` (SQLite path), ``seed``, ``num_tests``, ``workers``,
+    ``opponent_url``, ``opponent_model``, ``sandbox`` (a backend name or a Sandbox).
+    """
+    config = {key: value for key, value in (env_config or {}).items() if key in _CORE_KEYS}
+    key = tuple(
+        (name, id(value) if name == "sandbox" and not isinstance(value, str) else value)
+        for name, value in sorted(config.items())
+    )
+    with _CORES_LOCK:
+        core = _CORES.get(key)
+        if core is None:
+            source = config.pop("source", "bank")
+            core = RewardCore(source, **config)
+            _CORES[key] = core
+        return core
+
+
+def close_shared_cores() -> None:
+    """Close every shared core of this process (their sandboxes and mistake books)."""
+    with _CORES_LOCK:
+        cores = list(_CORES.values())
+        _CORES.clear()
+    for core in cores:
+        core.close()
+
+
+class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]
+    """One role of the duel as a one-turn SkyRL text env."""
+
+    role: ClassVar[str]
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.config = _plain_config(env_config)
+        extras = dict(extras or {})
+        reward_spec = dict(extras.get("reward_spec") or {})
+        self.extra_info = dict(extras.get("extra_info") or {})
+        if "ground_truth" not in reward_spec:
+            raise ValueError(
+                f"{type(self).__name__}: extras['reward_spec']['ground_truth'] is required "
+                "(a problem id of env_config.source or a problem record)"
+            )
+        self.ground_truth = reward_spec["ground_truth"]
+        self.reward_url = self.config.get("reward_url")
+        self.core = shared_core(self.config)
+        try:
+            self.problem = self.core.problem(self.ground_truth, "reward_spec.ground_truth")
+        except RequestError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+        self.max_turns = 1
+        self.frozen_code = ""
+        self._metrics: dict[str, float] = {}
+
+    def init(self, prompt: Any) -> tuple[Any, dict[str, Any]]:
+        """The first prompt: the row's, or codea1's prompt for the role when the row has none."""
+        if prompt:
+            return prompt, {}
+        return [{"role": "user", "content": self._default_prompt()}], {}
+
+    def _default_prompt(self) -> str:
+        raise NotImplementedError
+
+    def _row(self, action: str) -> CoderRow | TesterRow:
+        raise NotImplementedError
+
+    def step(self, action: str) -> Any:
+        """Score the action through the referee; the episode ends."""
+        self.turns += 1
+        row = self._row(action)
+        result = self._remote(action) if self.reward_url else self.core.score([row])[0]
+        if not isinstance(result, PairResult):
+            raise TypeError("a role row scores as a pair")
+        info = result.info
+        reward = result.tester if isinstance(row, TesterRow) else result.coder
+        verdicts = info.get("verdicts", [])
+        self._metrics = {
+            "reward": float(reward),
+            "coder_reward": float(result.coder),
+            "tester_reward": float(result.tester),
+            "gt_pass_rate": float(info.get("gt_pass_rate", 0.0)),
+            "n_tests": float(len(verdicts)),
+            "n_failed": float(sum(not v["passed"] for v in verdicts)),
+        }
+        metadata = {
+            "rewards": info["rewards"],
+            "reasons": info["reasons"],
+            "verdicts": verdicts,
+            "gt_pass_rate": info.get("gt_pass_rate", 0.0),
+            "tests": result.tests_text,
+        }
+        return BaseTextEnvStepOutput(
+            observations=[], reward=float(reward), done=True, metadata=metadata
+        )
+
+    def _remote(self, action: str) -> PairResult:
+        """Score through ``codea1 serve-reward`` (its OpenRLHF endpoint, one query)."""
+        label = json.dumps(
+            {"problem": self.ground_truth, "role": self.role, "code": self.frozen_code}
+            if self.role == "tester"
+            else {"problem": self.ground_truth, "role": "coder"}
+        )
+        body = json.dumps({"query": [action], "prompts": [""], "labels": [label]}).encode()
+        url = str(self.reward_url).rstrip("/") + "/get_reward"
+        request = urllib.request.Request(
+            url, data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=float(self.config.get("timeout", 600))) as r:
+            answer = json.loads(r.read())
+        logs = answer["extra_logs"]
+        reasons = answer.get("reasons", [{"coder": "", "tester": ""}])[0]
+        info = {
+            "rewards": {
+                "coder": logs["codea1_coder_reward"][0],
+                "tester": logs["codea1_tester_reward"][0],
+            },
+            "reasons": reasons,
+            "verdicts": [],
+            "gt_pass_rate": logs["codea1_gt_pass_rate"][0],
+        }
+        return PairResult(info["rewards"]["coder"], info["rewards"]["tester"], info)
+
+    def get_metrics(self) -> dict[str, Any]:
+        """The last step's numbers (SkyRL averages them over episodes)."""
+        return dict(self._metrics)
+
+
+class CoderTextEnv(_DuelTextEnv):
+    """``codea1_coder``: the Code LLM against a frozen tester (``env_config.opponent``)."""
+
+    role = "coder"
+
+    def _default_prompt(self) -> str:
+        obs = observe(Duel(self.problem))
+        return PromptTemplate(CODER_PROMPT).render_observation(obs)
+
+    def _row(self, action: str) -> CoderRow:
+        return CoderRow(self.problem, action)
+
+
+class TesterTextEnv(_DuelTextEnv):
+    """``codea1_tester``: the Test LLM against a frozen coder's answer (``extra_info.code``)."""
+
+    role = "tester"
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__(env_config, extras)
+        code = self.extra_info.get("code")
+        if not isinstance(code, str) or not code.strip():
+            raise ValueError(
+                "TesterTextEnv: extras['extra_info']['code'] is required (the frozen coder's "
+                "answer)"
+            )
+        self.frozen_code = code
+
+    def _default_prompt(self) -> str:
+        duel = Duel(self.problem)
+        duel.play_code(self.frozen_code)
+        obs = observe(duel)
+        return PromptTemplate(TESTER_PROMPT).render_observation(obs, self.core_num_tests)
+
+    @property
+    def core_num_tests(self) -> int:
+        """How many asserts the prompt asks for (``env_config.num_tests``, default 8)."""
+        return int(self.config.get("num_tests", 8))
+
+    def _row(self, action: str) -> TesterRow:
+        return TesterRow(self.problem, self.frozen_code, action)
+
+
+def register_envs() -> None:
+    """Register ``codea1_coder`` and ``codea1_tester`` with SkyRL-gym (idempotent)."""
+    for env_id, cls in ((CODER_ENV_ID, CoderTextEnv), (TESTER_ENV_ID, TesterTextEnv)):
+        if env_id not in skyrl_gym.registry:
+            skyrl_gym.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}")
+
+
+register_envs()
