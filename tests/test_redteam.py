@@ -29,7 +29,7 @@ import pytest
 import codea1_env
 from codea1_env.plain import values_equal
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits
-from codea1_env.sandbox.confinement import bwrap_path
+from codea1_env.sandbox.confinement import usable_bwrap
 from codea1_env.sandbox.local import LocalSandbox
 
 LIMITS = Limits(
@@ -39,7 +39,7 @@ SECRET = "codea1-secret-" + uuid.uuid4().hex
 SECRET_ENV = "CODEA1_REDTEAM_SECRET"
 IS_ROOT = os.geteuid() == 0
 needs_confinement = pytest.mark.skipif(
-    not (IS_ROOT and bwrap_path()), reason="host-protection cases need root and bubblewrap"
+    not (IS_ROOT and usable_bwrap()), reason="host-protection cases need root and bubblewrap"
 )
 
 OK, EXC, TIMEOUT, MEMORY = (

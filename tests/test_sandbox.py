@@ -20,7 +20,7 @@ from codea1_env.sandbox.base import (
     Sandbox,
     SandboxUnavailable,
 )
-from codea1_env.sandbox.confinement import bwrap_path
+from codea1_env.sandbox.confinement import usable_bwrap
 from codea1_env.sandbox.driver import MAX_TIMEOUTS_PER_JOB
 from codea1_env.sandbox.factory import make_sandbox
 from codea1_env.sandbox.layers import DEFAULT_REQUIRED_LAYERS, LAYERS, REQUIRE_ENV
@@ -28,7 +28,7 @@ from codea1_env.sandbox.local import LocalSandbox
 
 FAST = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=2.0, memory_mb=256)
 IS_ROOT = os.geteuid() == 0
-HAS_BWRAP = bwrap_path() is not None
+HAS_BWRAP = usable_bwrap() is not None  # installed and able to run here
 
 
 @pytest.fixture(scope="module")
@@ -343,7 +343,7 @@ def test_every_layer_is_active_under_bubblewrap_as_root(sandbox: LocalSandbox) -
     assert report.missing(list(LAYERS)) == [], report.notes
 
 
-@pytest.mark.skipif(not (IS_ROOT and bwrap_path()), reason="needs root and bubblewrap")
+@pytest.mark.skipif(not (IS_ROOT and usable_bwrap()), reason="needs root and bubblewrap")
 def test_the_sandbox_own_tmp_is_not_the_host_tmp(monkeypatch: pytest.MonkeyPatch) -> None:
     """Started from /tmp (as after a wheel install), the host's working directory is a canary;
     the sandbox's private /tmp has the same path but is not it."""

@@ -10,27 +10,44 @@ the worker files (:data:`WORKER_MODULES` and the plain-data codec); plus a priva
 
 ``"unshare"`` starts the worker bare and lets the zygote move itself into new network, IPC and UTS
 namespaces with ``unshare(2)`` (as root; other users through a user namespace). ``"none"`` adds no
-namespace at all. ``"auto"`` picks the first that works, in that order.
+namespace for isolation (but see :func:`uid_mounts`). ``"auto"`` picks the first that works, in
+that order: a ``bwrap`` binary is *run* once (:func:`bwrap_failure`) before it is trusted, so one
+that exists but cannot work (user namespaces refused, as in many containers, or not a binary at
+all) leaves the worker on the ``"unshare"`` path, with the reason in the isolation report's notes.
+
+Without bubblewrap, a job child that drops to its own uid may be unable to reach the Python
+installation (an interpreter under a private home directory such as ``/root``, mode 0700).
+:func:`uid_mounts` then names what the zygote mounts in a mount namespace of its own: a
+read-only, empty tmpfs over the private ancestor, holding nothing but read-only bind mounts of the
+directories jobs need (see ``ISOLATION.md``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CONFINEMENTS",
     "SANDBOX_DIR",
     "WORKER_MODULES",
+    "ConfinementUnavailable",
     "LaunchPlan",
+    "bwrap_failure",
     "bwrap_path",
     "hidden_python_dirs",
+    "usable_bwrap",
     "plan_launch",
+    "python_prefixes",
+    "uid_mounts",
     "worker_files",
 ]
 
@@ -41,6 +58,12 @@ WORKER_MODULES = ("worker.py", "protocol.py", "zygote.py", "runner.py", "tracer.
 SANDBOX_DIR = "/sandbox"
 """Where the worker files appear inside bubblewrap."""
 _WORKER_ENV = {"PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+BWRAP_PROBE_TIMEOUT_S = 10.0
+"""How long the trial run of ``bwrap`` may take before it counts as unable to run."""
+
+
+class ConfinementUnavailable(OSError):
+    """The confinement asked for explicitly (``"bwrap"``) exists but cannot run here."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +80,8 @@ class LaunchPlan:
         pid_namespace: The worker runs in its own pid namespace.
         unshare: Namespace groups the zygote should ``unshare(2)`` itself into.
         notes: Human-readable remarks for the isolation report.
+        job_paths: Without bubblewrap, the host directories jobs read (the Python installation
+            and ``python_paths``): what :func:`uid_mounts` must keep within the jobs' reach.
     """
 
     argv: tuple[str, ...]
@@ -67,6 +92,7 @@ class LaunchPlan:
     pid_namespace: bool
     unshare: tuple[tuple[str, ...], ...] = ()
     notes: tuple[str, ...] = field(default=())
+    job_paths: tuple[str, ...] = ()
 
 
 def worker_files() -> tuple[Path, ...]:
@@ -85,11 +111,135 @@ def python_binary() -> str:
 
 
 def bwrap_path() -> str | None:
-    """Path of a usable ``bwrap`` or None (``CODEA1_BWRAP`` overrides the lookup)."""
+    """Path of an installed ``bwrap`` or None (``CODEA1_BWRAP`` overrides the lookup).
+
+    Installed is not usable: :func:`plan_launch` also runs it once (:func:`bwrap_failure`).
+    """
     candidate = os.environ.get("CODEA1_BWRAP") or shutil.which("bwrap")
-    if not candidate or not os.access(candidate, os.X_OK):
+    if not candidate or not os.access(candidate, os.X_OK) or not os.path.isfile(candidate):
         return None
     return candidate
+
+
+_BWRAP_TRIALS: dict[tuple[Any, ...], str | None] = {}
+
+
+def usable_bwrap() -> str | None:
+    """:func:`bwrap_path` if the worker's bubblewrap command also runs here, else None.
+
+    What ``confinement="auto"`` will use; an installed ``bwrap`` that cannot run (user
+    namespaces refused, not a binary) gives None.
+    """
+    bwrap = bwrap_path()
+    if bwrap is None:
+        return None
+    plan = _bwrap_plan(bwrap, 256 << 20, (), os.geteuid() == 0)
+    return bwrap if bwrap_failure(plan.argv) is None else None
+
+
+def bwrap_failure(argv: Sequence[str]) -> str | None:
+    """Run a worker's bubblewrap command once with a trivial program; why it fails, or None.
+
+    ``argv`` is a bubblewrap launch command (:attr:`LaunchPlan.argv` of a ``"bwrap"`` plan):
+    everything before its ``--`` (namespaces, mounts, capabilities) is kept, and the interpreter
+    checks that it sees the worker files. Results are cached per command and per identity of the
+    ``bwrap`` file, so a process pays for the trial once (a few milliseconds).
+    """
+    command = list(argv)
+    cut = command.index("--") if "--" in command else len(command)
+    check = f"import os, sys; sys.exit(0 if os.path.isfile({SANDBOX_DIR + '/worker.py'!r}) else 3)"
+    trial = [*command[:cut], "--", python_binary(), "-S", "-s", "-B", "-c", check]
+    try:
+        info = os.stat(command[0])
+        key: tuple[Any, ...] = (tuple(trial), info.st_dev, info.st_ino, info.st_mtime_ns)
+    except OSError as exc:
+        return f"cannot stat {command[0]}: {exc.strerror}"
+    if key not in _BWRAP_TRIALS:
+        _BWRAP_TRIALS[key] = _try_bwrap(trial)
+    return _BWRAP_TRIALS[key]
+
+
+def _try_bwrap(trial: list[str]) -> str | None:
+    try:
+        done = subprocess.run(
+            trial,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=BWRAP_PROBE_TIMEOUT_S,
+            start_new_session=True,
+            check=False,
+        )
+    except OSError as exc:
+        return f"cannot execute it: {exc.strerror or exc}"
+    except subprocess.TimeoutExpired:
+        return f"a trial run took over {BWRAP_PROBE_TIMEOUT_S:g} s"
+    if done.returncode == 0:
+        return None
+    text = (done.stderr or done.stdout).decode("utf-8", "replace").strip().splitlines()
+    detail = text[-1][:300].rstrip(".") if text else "no message"
+    return f"a trial run exited with status {done.returncode}: {detail}"
+
+
+def python_prefixes() -> list[str]:
+    """The directories of the Python installation that jobs need (interpreter, stdlib)."""
+    python = python_binary()
+    prefixes = [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.dirname(python))]
+    return list(dict.fromkeys(os.path.realpath(p) for p in prefixes))
+
+
+def _private_ancestor(path: str) -> str | None:
+    """The topmost strict ancestor of ``path`` that other users cannot traverse (no ``o+x``)."""
+    parts = Path(path).parts
+    for depth in range(2, len(parts)):
+        ancestor = str(Path(*parts[:depth]))
+        try:
+            mode = os.stat(ancestor).st_mode
+        except OSError:
+            return None
+        if not mode & stat.S_IXOTH:
+            return ancestor
+    return None
+
+
+def _within(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def uid_mounts(read_only: Sequence[str], writable: Sequence[str] = ()) -> dict[str, list[str]]:
+    """What a worker without bubblewrap mounts so that its jobs' uid reaches ``read_only`` paths.
+
+    A path is out of reach when one of its ancestors is not traversable by other users (a
+    Python installation in ``/root``, mode 0700). For each such topmost ancestor (a *cover*) the
+    zygote, in a mount namespace of its own, mounts an empty read-only tmpfs (mode 0755) over it
+    and binds back into it, and only into it, the paths below it that the worker needs:
+    ``read_only`` read-only, ``writable`` (the job scratch root) as they are. The site-packages
+    directories found in there are hidden, as under bubblewrap. The rest of the private directory
+    (the home directory's files) is then absent for the jobs and for the zygote alike.
+
+    Args:
+        read_only: Directories jobs read (the Python installation, ``python_paths``).
+        writable: Directories the zygote writes after the mounts (the scratch root).
+
+    Returns:
+        ``{"covers": [...], "read_only": [...], "writable": [...], "hide": [...]}``, every list
+        empty when nothing is out of reach.
+    """
+    covers: list[str] = []
+    for path in [*read_only, *writable]:
+        cover = _private_ancestor(os.path.realpath(path))
+        if cover is not None and cover not in covers:
+            covers.append(cover)
+    under = [c for c in covers if not any(o != c and _within(c, o) for o in covers)]
+
+    def needed(paths: Sequence[str]) -> list[str]:
+        real = [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+        return list(dict.fromkeys(p for p in real if any(_within(p, c) for c in under)))
+
+    ro = needed(read_only)
+    ro = [p for p in ro if not any(o != p and _within(p, o) for o in ro)]  # outermost only
+    rw = [p for p in needed(writable) if p not in ro]
+    hide = [h for h in hidden_python_dirs() if any(_within(h, p) and h != p for p in ro)]
+    return {"covers": under if ro or rw else [], "read_only": ro, "writable": rw, "hide": hide}
 
 
 def hidden_python_dirs() -> list[str]:
@@ -153,7 +303,6 @@ def _traversable_parents(path: str, made: set[str]) -> list[str]:
 def _bwrap_plan(
     bwrap: str, tmp_bytes: int, python_paths: tuple[str, ...], is_root: bool
 ) -> LaunchPlan:
-    python = python_binary()
     args = [
         bwrap,
         "--unshare-ipc",
@@ -173,8 +322,7 @@ def _bwrap_plan(
     args += ["--ro-bind", "/usr", "/usr", *_root_entries()]
     bound = ["/usr"]
     made: set[str] = set()
-    prefixes = [sys.base_prefix, sys.base_exec_prefix, os.path.dirname(os.path.dirname(python))]
-    for prefix in dict.fromkeys(prefixes):
+    for prefix in python_prefixes():
         if not any(prefix == b or prefix.startswith(b + os.sep) for b in bound):
             args += [*_traversable_parents(prefix, made), "--ro-bind", prefix, prefix]
             bound.append(prefix)
@@ -201,7 +349,7 @@ def _bwrap_plan(
     args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in _WORKER_ENV.items():
         args += ["--setenv", key, value]
-    args += ["--", python, "-S", "-s", "-B", f"{SANDBOX_DIR}/worker.py"]
+    args += ["--", python_binary(), "-S", "-s", "-B", f"{SANDBOX_DIR}/worker.py"]
     return LaunchPlan(
         argv=tuple(args),
         env={"PATH": "/usr/bin:/bin"},
@@ -229,6 +377,8 @@ def plan_launch(
     Raises:
         ValueError: unknown ``confinement``.
         FileNotFoundError: ``"bwrap"`` was asked for and no ``bwrap`` is installed.
+        ConfinementUnavailable: ``"bwrap"`` was asked for and it cannot run here (``"auto"``
+            then starts without it and says why in :attr:`LaunchPlan.notes`).
     """
     if confinement not in CONFINEMENTS:
         raise ValueError(f"confinement must be one of {CONFINEMENTS}, got {confinement!r}")
@@ -236,14 +386,23 @@ def plan_launch(
     bwrap = bwrap_path()
     if confinement == "bwrap" and bwrap is None:
         raise FileNotFoundError("bwrap not found (Debian/Ubuntu: apt-get install bubblewrap)")
+    notes: tuple[str, ...] = ("bubblewrap not used: jobs see the host's file system",)
     if confinement in ("auto", "bwrap") and bwrap is not None:
-        return _bwrap_plan(bwrap, tmp_bytes, python_paths, is_root)
+        plan = _bwrap_plan(bwrap, tmp_bytes, python_paths, is_root)
+        failure = bwrap_failure(plan.argv)
+        if failure is None:
+            return plan
+        if confinement == "bwrap":
+            raise ConfinementUnavailable(f"{bwrap} cannot run here: {failure}")
+        notes = (
+            f"bubblewrap ({bwrap}) cannot run here ({failure}), so it is not used: "
+            "jobs see the host's file system",
+        )
     files = worker_files()
     env = dict(_WORKER_ENV, PATH="/usr/bin:/bin")
     unshare: tuple[tuple[str, ...], ...] = ()
     if confinement in ("auto", "unshare"):
         unshare = (("net", "ipc", "uts"),) if is_root else (("user", "net", "ipc", "uts"),)
-    notes = ("bubblewrap not used: jobs see the host's file system through their own uid",)
     return LaunchPlan(
         argv=(python_binary(), "-S", "-s", "-B", str(files[0])),
         env=env,
@@ -253,4 +412,5 @@ def plan_launch(
         pid_namespace=False,
         unshare=unshare,
         notes=notes,
+        job_paths=(*python_prefixes(), *python_paths),
     )

@@ -81,6 +81,7 @@ def zygote_config(
     pid_namespace: bool = True,
     unshare: Sequence[Sequence[str]] = (),
     python_paths: Sequence[str] = (),
+    mounts: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The configuration message a zygote gets before its first job (every backend's).
 
@@ -96,6 +97,8 @@ def zygote_config(
         pid_namespace: The worker has a pid namespace of its own.
         unshare: Namespace groups the zygote ``unshare(2)``s itself into.
         python_paths: Extra import directories of jobs.
+        mounts: What the zygote mounts so that its jobs' uid reaches the Python installation
+            (see :func:`~codea1_env.sandbox.confinement.uid_mounts`); None or empty lists: none.
     """
     return {
         "uid": uid,
@@ -108,6 +111,7 @@ def zygote_config(
         "plain_path": plain_path,
         "preimport": list(preimport),
         "python_paths": list(python_paths),
+        "mounts": dict(mounts or {}),
         "env": job_environment(),
         "canaries": list(canaries),
         "writable_canaries": list(writable_canaries),

@@ -154,7 +154,7 @@ def layers_from_facts(
         notes.append("process_limit: RLIMIT_NPROC is only set when jobs have their own uid")
     if not layers["filesystem_view"]:
         shown = ", ".join(facts.get("visible", [])) or "host paths"
-        notes.append(f"filesystem_view: jobs can see {shown} (install bubblewrap)")
+        notes.append(f"filesystem_view: jobs can see {shown} (needs a bubblewrap that can run)")
     if not layers["readonly_host"]:
         shown = ", ".join(facts.get("writable_outside_scratch", []))
         notes.append(f"readonly_host: jobs can write to {shown}")
@@ -163,10 +163,12 @@ def layers_from_facts(
             notes.append(f"{name}: not available with this confinement")
     if not layers["seccomp"]:
         notes.append("seccomp: filter not loaded (pyseccomp/libseccomp missing?)")
-    if not facts.get("stdlib_readable", True):
+    unreachable = list(facts.get("unreachable_paths", []))
+    if not facts.get("stdlib_readable", True) or unreachable:
+        shown = ", ".join(str(p) for p in unreachable) or "the standard library"
         notes.append(
-            "the Python installation is not readable by the jobs' uid: jobs can import only "
-            "the modules the worker pre-imported (install Python outside /root, or use bubblewrap)"
+            f"jobs cannot read {shown}: they can import only the modules the worker pre-imported "
+            "(make those directories readable by other users)"
         )
     for extra in facts.get("zygote_notes", []):
         notes.append(str(extra))

@@ -22,7 +22,9 @@ What is isolated and how (each item is a layer name reported by :meth:`LocalSand
 * ``no_network`` - the filter denies ``socket``; with bubblewrap the job is also in a network
   namespace with nothing but a downed loopback (``net_namespace``).
 * ``pid_namespace``, ``ipc_namespace``, ``mount_namespace`` - with bubblewrap the whole worker
-  runs in new namespaces, so jobs cannot see host processes (nor the trusted parent).
+  runs in new namespaces, so jobs cannot see host processes (nor the trusted parent). Without
+  it, a zygote whose jobs' uid cannot reach the Python installation (one under ``/root``) makes
+  a mount namespace that shows them only that, read-only (see :func:`.confinement.uid_mounts`).
 * ``filesystem_view``, ``readonly_host`` - with bubblewrap the worker's root is an empty tmpfs with
   read-only ``/usr``, the Python installation (its ``site-packages`` hidden), the linker cache
   and the worker files. The package's data files, ``/etc``, home directories, the checkout and
@@ -69,7 +71,12 @@ from typing import IO, Any
 
 from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
-from codea1_env.sandbox.confinement import LaunchPlan, plan_launch
+from codea1_env.sandbox.confinement import (
+    ConfinementUnavailable,
+    LaunchPlan,
+    plan_launch,
+    uid_mounts,
+)
 from codea1_env.sandbox.driver import ZygoteClient, job_environment, zygote_config
 from codea1_env.sandbox.layers import (
     DEFAULT_REQUIRED_LAYERS,
@@ -328,7 +335,8 @@ class LocalSandbox(PooledSandbox):
         require: Layers that must be active or the constructor raises
             :class:`SandboxUnavailable`. None means ``$CODEA1_SANDBOX_REQUIRE`` if set, else
             :data:`DEFAULT_REQUIRED_LAYERS`; ``()`` requires nothing.
-        confinement: ``"auto"`` (bubblewrap if installed, else namespaces via ``unshare``),
+        confinement: ``"auto"`` (bubblewrap if installed and a trial run of it works, else
+            namespaces via ``unshare``, with the reason in the report's notes),
             ``"bwrap"``, ``"unshare"`` or ``"none"`` (see :mod:`.confinement`).
         tmp_mb: Size of each worker's private ``/tmp`` tmpfs under bubblewrap (all scratch
             directories of that worker live there).
@@ -423,7 +431,7 @@ class LocalSandbox(PooledSandbox):
                 raise ValueError(f"python_paths entry {path!r} is not a directory")
         try:
             plan = plan_launch(confinement, tmp_bytes=tmp_mb << 20, python_paths=python_paths)
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, ConfinementUnavailable) as exc:
             raise SandboxUnavailable(str(exc)) from None
         probe_limits = limits_message(Limits())
         hidden, writable = _canaries()
@@ -433,6 +441,9 @@ class LocalSandbox(PooledSandbox):
             if scratch_root is None:
                 scratch_root = os.path.join(self._host_scratch(), f"w{i}")
                 os.mkdir(scratch_root, 0o711)
+            mounts = None
+            if uid is not None and plan.job_paths:  # no bubblewrap: the uid must reach Python
+                mounts = uid_mounts(plan.job_paths, [scratch_root])
             config = zygote_config(
                 uid=uid,
                 programs=programs,
@@ -445,6 +456,7 @@ class LocalSandbox(PooledSandbox):
                 pid_namespace=plan.pid_namespace,
                 unshare=plan.unshare,
                 python_paths=python_paths,
+                mounts=mounts,
             )
             self._workers.append(_LocalWorker(f"local worker {i}", plan, config, timeout_s))
         for worker in self._workers:

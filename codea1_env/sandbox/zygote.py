@@ -52,6 +52,12 @@ _PR_SET_SECCOMP = 22
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_NO_NEW_PRIVS = 38
 _SECCOMP_MODE_FILTER = 2
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REMOUNT = 1, 2, 4, 8, 32
+_MS_NOATIME, _MS_NODIRATIME, _MS_BIND, _MS_REC = 1024, 2048, 4096, 16384
+_MS_PRIVATE, _MS_RELATIME = 1 << 18, 1 << 21
+_MNT_DETACH = 2
+_SAFE = _MS_NOSUID | _MS_NODEV
 _CLONE_FLAGS = {
     "net": 0x40000000,
     "ipc": 0x08000000,
@@ -149,7 +155,8 @@ class Zygote:
             os.chmod(config["scratch_root"], 0o711)
         except OSError as exc:
             self.notes.append(f"cannot restrict {config['scratch_root']}: {exc.strerror}")
-        self._load_plain(config["plain_path"])
+        self._load_plain(config["plain_path"])  # before the mounts, which may hide its directory
+        self._reach_python(config.get("mounts") or {})
         self.scratch = os.path.join(config["scratch_root"], "job")
         self.runner = JobRunner(self.plain_encode, self.plain_error, os.path.realpath(self.scratch))
         for name in config.get("preimport", []):
@@ -205,6 +212,77 @@ class Zygote:
             with open("/proc/self/gid_map", "w") as fh:
                 fh.write(f"{gid} {gid} 1")
         self.unshared.extend(n for n in names if n != "user")
+
+    def _reach_python(self, mounts: dict[str, list[str]]) -> None:
+        """Keep the Python installation within reach of the jobs' uid (no bubblewrap).
+
+        ``mounts`` comes from :func:`~codea1_env.sandbox.confinement.uid_mounts`: when a
+        directory jobs read lies under one other users cannot traverse (an interpreter in
+        ``/root``), the zygote moves into a mount namespace of its own and covers that directory
+        with an empty read-only tmpfs holding only read-only binds of what jobs need. Should
+        that be impossible (no ``CAP_SYS_ADMIN``), job children keep the worker's uid instead:
+        a missing ``unprivileged_uid`` layer is reported, a correct program never fails on an
+        import it cannot read.
+        """
+        if self.uid is None or not mounts.get("covers"):
+            return
+        try:
+            self._cover(mounts)
+        except OSError as exc:
+            self.notes.append(f"cannot keep the Python installation within the jobs' reach: {exc}")
+        needed = [*mounts.get("read_only", []), *mounts.get("writable", [])]
+        blocked = [path for path in needed if not _traversable(path)]
+        if blocked:
+            self.notes.append(
+                "unprivileged_uid: jobs keep the worker's uid, since another uid cannot reach "
+                f"{', '.join(blocked)} (install Python outside a private home directory, allow "
+                "mount namespaces, or use bubblewrap)"
+            )
+            self.uid = self.gid = None
+
+    def _mount(self, source: str | None, target: str, fstype: str | None, flags: int) -> None:
+        data = b"mode=0755,size=1m" if fstype == "tmpfs" else None
+        args = [None if text is None else text.encode() for text in (source, target, fstype)]
+        if self.libc.mount(args[0], args[1], args[2], ctypes.c_ulong(flags), data) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"mount on {target} failed: {os.strerror(err)}")
+
+    def _cover(self, mounts: dict[str, list[str]]) -> None:
+        """Build the covers of :meth:`_reach_python`; on failure, undo every mount made."""
+        if self.libc.unshare(ctypes.c_int(_CLONE_NEWNS)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare(mnt) failed: {os.strerror(err)}")
+        self.unshared.append("mnt")
+        self._mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing propagates to the host
+        binds = [(path, False) for path in mounts.get("read_only", [])]
+        binds += [(path, True) for path in mounts.get("writable", [])]
+        handles: dict[str, int] = {}  # the originals, to bind once the covers hide them
+        made: list[str] = []
+        try:
+            for path, _ in binds:
+                handles[path] = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+            for cover in mounts["covers"]:
+                self._mount("tmpfs", cover, "tmpfs", _SAFE | _MS_NOEXEC)
+                made.append(cover)
+            for path, _ in binds:
+                _make_dirs(path)
+                self._mount(f"/proc/self/fd/{handles[path]}", path, None, _MS_BIND | _MS_REC)
+                made.append(path)
+            for hidden in mounts.get("hide", []):
+                self._mount("tmpfs", hidden, "tmpfs", _SAFE | _MS_NOEXEC | _MS_RDONLY)
+                made.append(hidden)
+            for path, writable in binds:
+                if not writable:
+                    self._mount(None, path, None, _readonly_remount_flags(path))
+            for cover in mounts["covers"]:
+                self._mount(None, cover, None, _MS_REMOUNT | _MS_RDONLY | _SAFE | _MS_NOEXEC)
+        except OSError:
+            for target in reversed(made):
+                self.libc.umount2(target.encode(), _MNT_DETACH)
+            raise
+        finally:
+            for fd in handles.values():
+                os.close(fd)
 
     def _load_plain(self, path: str) -> None:
         spec = importlib.util.spec_from_file_location("codea1_plain", path)
@@ -467,7 +545,21 @@ class Zygote:
             time.sleep(0.001)
 
     def _kill_uid(self) -> None:
-        """Without a pid namespace: SIGKILL every process of the worker's uid, from that uid."""
+        """Without a pid namespace: SIGKILL every process of the worker's uid, and collect them.
+
+        The zygote is a subreaper: whatever the job left is re-parented to it as its parents
+        die, so the job is over when the zygote has no child left (bounded: two seconds of
+        renewed kills at most).
+        """
+        deadline = time.monotonic() + 2.0
+        while True:
+            self._signal_uid()
+            if not self._reap_all() or time.monotonic() > deadline:
+                return
+            time.sleep(0.001)
+
+    def _signal_uid(self) -> None:
+        """SIGKILL every process of the worker's uid, from a helper running as that uid."""
         helper = os.fork()
         if helper == 0:
             try:
@@ -485,6 +577,17 @@ class Zygote:
                 continue
             except ChildProcessError:
                 return
+
+    def _reap_all(self) -> bool:
+        """Collect every child that has exited; whether any child is still running."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return False
+            if pid == 0:
+                return True
+            self._finished(pid, status, usage)
 
     def _shutdown(self) -> None:
         for pid, child in list(self.children.items()):
@@ -546,6 +649,51 @@ class Zygote:
         facts["unshared"] = self.unshared
         facts["zygote_rss_kb"] = _rss_kb()
         return dict(facts)
+
+
+def _traversable(path: str) -> bool:
+    """Whether any user can get to ``path``: every directory above it has ``o+x``.
+
+    ``path``'s own mode is left out: it is the same inode with bubblewrap or without.
+    """
+    current = "/"
+    for part in [p for p in path.split("/") if p][:-1]:
+        current = os.path.join(current, part)
+        try:
+            if not os.stat(current).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _make_dirs(path: str) -> None:
+    """Create the missing directories on the way to ``path``, mode 0755 whatever the umask."""
+    current = "/"
+    for part in [p for p in path.split("/") if p]:
+        current = os.path.join(current, part)
+        if not os.path.isdir(current):
+            os.mkdir(current)
+            os.chmod(current, 0o755)
+
+
+def _readonly_remount_flags(path: str) -> int:
+    """Flags that remount the bind mount at ``path`` read-only, keeping its other flags.
+
+    In a user namespace, flags of a mount inherited from outside are locked (they can be added,
+    not cleared), so those already set are kept.
+    """
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _SAFE
+    current = os.statvfs(path).f_flag
+    for st_flag, ms_flag in (
+        (os.ST_NOEXEC, _MS_NOEXEC),
+        (os.ST_NOATIME, _MS_NOATIME),
+        (os.ST_NODIRATIME, _MS_NODIRATIME),
+        (os.ST_RELATIME, _MS_RELATIME),
+    ):
+        if current & st_flag:
+            flags |= ms_flag
+    return flags
 
 
 def _pidfd_works() -> bool:
@@ -664,6 +812,24 @@ def _visible(canaries: list[Any]) -> list[str]:
     return seen
 
 
+def _unreachable(paths: list[str]) -> list[str]:
+    """The import directories this process cannot read (missing ones are not counted)."""
+    found = []
+    for path in paths:
+        if not path:
+            continue
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            found.append(path)
+            continue
+        if os.path.isdir(path) and not os.access(path, os.R_OK | os.X_OK):
+            found.append(path)
+    return found
+
+
 def _observe(config: dict[str, Any]) -> dict[str, Any]:
     """Facts a confined child can see about itself (the probe's payload)."""
     facts: dict[str, Any] = {
@@ -679,6 +845,7 @@ def _observe(config: dict[str, Any]) -> dict[str, Any]:
         "visible": _visible(config.get("canaries", [])),
         "cwd": os.getcwd(),
         "stdlib_readable": os.access(os.path.dirname(os.__file__), os.R_OK | os.X_OK),
+        "unreachable_paths": _unreachable(sys.path),
     }
     status = {}
     with open("/proc/self/status") as fh:
