@@ -148,6 +148,10 @@ class RolePolicies:
                 else TransformersLM(tester.model, tester.tokenizer, chat_template=chat)
             )
         self.backend = select_generation_backend(config.generation_backend)
+        if self.backend == "vllm" and config.use_lora and config.generation_backend == "auto":
+            # vLLM rollouts cannot follow LoRA updates here: "auto" falls back, an explicit
+            # "vllm" still raises (below) so a user who asked for it knows why.
+            self.backend = "transformers"
         self.lms: dict[str, Any] = dict(self.encoders)
         if self.backend == "vllm":
             self.lms = self._vllm_engines(dict(specs or {}), chat)
