@@ -13,6 +13,7 @@ Pure functions; the sandbox run is the referee's.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any
 
 from codea1_env import plain
@@ -26,9 +27,18 @@ _MAX_LITERAL_CHARS = 10_000
 
 
 def literal_value(source: str) -> Any:
-    """The value of ``source`` when it is a plain literal (no code runs), else :data:`MISSING`."""
+    """The value of ``source`` when it is a plain literal (no code runs), else :data:`MISSING`.
+
+    Cached per source (a step grades the same expected sides many times); callers must not
+    mutate the value returned.
+    """
     if len(source) > _MAX_LITERAL_CHARS:
         return MISSING
+    return _literal_value(source)
+
+
+@functools.lru_cache(maxsize=65536)
+def _literal_value(source: str) -> Any:
     try:
         value = ast.literal_eval(source)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -36,29 +46,31 @@ def literal_value(source: str) -> Any:
     return value if plain.is_plain(value) else MISSING
 
 
-def _call_node(call_source: str) -> ast.Call | None:
+def _literal_node(node: ast.expr) -> bool:
+    """Whether an argument's AST is a plain literal (``ast.literal_eval`` on the node itself)."""
     try:
-        node = ast.parse(call_source, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return node if isinstance(node, ast.Call) else None
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return plain.is_plain(value)
 
 
+@functools.lru_cache(maxsize=65536)
 def arguments_expression(call_source: str) -> str | None:
     """An expression that evaluates a call's arguments to ``((args...), {kwargs})``.
 
     Returns None when every argument is already a plain literal (nothing needs running), and
-    also when ``call_source`` is not a call (the parser never produces that).
+    also when ``call_source`` is not a call (the parser never produces that). Cached per call.
     """
-    call = _call_node(call_source)
-    if call is None:
+    try:
+        node = ast.parse(call_source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    literal = all(
-        not isinstance(a, ast.Starred) and literal_value(ast.unparse(a)) is not MISSING
-        for a in call.args
-    ) and all(
-        k.arg is not None and literal_value(ast.unparse(k.value)) is not MISSING
-        for k in call.keywords
+    if not isinstance(node, ast.Call):
+        return None
+    call = node
+    literal = all(not isinstance(a, ast.Starred) and _literal_node(a) for a in call.args) and all(
+        k.arg is not None and _literal_node(k.value) for k in call.keywords
     )
     if literal:
         return None

@@ -476,6 +476,8 @@ def _assert_test(source: str) -> str:
 
 def _normal_parts(expected: str, entry_point: str) -> set[str]:
     """Normalized calls to ``entry_point`` inside an expected expression."""
+    if entry_point not in expected:  # no call to it can be inside: skip the parse
+        return set()
     try:
         tree = ast.parse(expected, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):

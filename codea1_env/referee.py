@@ -78,7 +78,7 @@ BONUS_MUTANT_TIMEOUT_S = (0.05, 0.25)
 """A bonus mutant's call timeout: 20x the GT's slowest cached call on the same inputs, within
 these bounds (the upper one when the GT's times are not cached yet); a mutant that loops
 counts as killed on that call without holding a worker for the full call timeout."""
-_CALLS_PER_JOB = 48
+_CALLS_PER_JOB = 128
 _MAX_CASES_FACTOR = 8
 """At most ``8 * K`` asserts of a suite are read (64 for K = 8); later ones are ignored."""
 
