@@ -191,8 +191,10 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
         assert set(adam_two["state"]) == set(adam_one["state"])
         for index, moments in adam_one["state"].items():
             for key in ("exp_avg", "exp_avg_sq"):
+                # sharded reductions sum gradients in another order: moments agree to a few
+                # 1e-9 absolute (one element of 524,288 was 1.6e-9 off in a CI run), not bitwise
                 torch.testing.assert_close(
-                    adam_two["state"][index][key], moments[key], rtol=1e-3, atol=1e-9
+                    adam_two["state"][index][key], moments[key], rtol=1e-3, atol=1e-8
                 )
 
 
