@@ -14,6 +14,16 @@ It serves one model with the standard library's ``http.server`` (no extra depend
 - ``POST /v1/chat/completions``: ``messages`` rendered with the tokenizer's chat template (400
   when it has none), same sampling fields, ``logprobs: true`` for per-token log-probabilities.
 
+Both routes take ``"stream": true``: the answer is then ``text/event-stream`` (chunked transfer
+encoding), one ``data: {JSON}`` event per chunk and ``data: [DONE]`` last, as OpenAI streams. A
+chat stream sends, per choice, a ``chat.completion.chunk`` with ``delta: {"role": "assistant"}``,
+then content deltas (one per token that adds text; with ``logprobs: true`` each carries its
+tokens' log-probabilities), then an empty delta with the ``finish_reason``. With
+``stream_options: {"include_usage": true}`` every chunk has ``"usage": null`` and one last chunk
+has ``choices: []`` and the ``usage``. The whole batch is sampled before the first chunk is
+sent (streaming changes the transport, not the samples): validation errors are still plain
+JSON 400 answers, and the concatenated deltas equal the non-streaming ``content``.
+
 Requests are served one at a time (the model is not shared between threads); each request's
 prompts are sampled as one batch. It is meant for tests, examples and small local experiments;
 serve real models with vLLM or llama.cpp. When ready it prints one line,
@@ -30,7 +40,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -82,14 +92,7 @@ class CompletionService:
 
     def completions(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a ``/v1/completions`` request body."""
-        prompt = body.get("prompt")
-        if isinstance(prompt, str):
-            prompts = [prompt]
-        elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-            prompts = list(prompt)
-        else:
-            raise RequestError("'prompt' must be a string or a non-empty list of strings")
-        params, n = self._sampling(body, default_max_tokens=16)
+        prompts, params, n = self._completion_request(body)
         want_logprobs = body.get("logprobs") is not None
         gens = self._run(self.raw, [p for p in prompts for _ in range(n)], params)
         choices = [
@@ -105,6 +108,100 @@ class CompletionService:
 
     def chat_completions(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a ``/v1/chat/completions`` request body."""
+        gens = self._chat_generations(body)
+        want_logprobs = bool(body.get("logprobs"))
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": g.text},
+                "finish_reason": g.finish_reason,
+                "logprobs": self._chat_logprobs(g) if want_logprobs else None,
+            }
+            for i, g in enumerate(gens)
+        ]
+        return self._envelope("chat.completion", choices, gens)
+
+    def chat_completions_stream(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Answer a streaming ``/v1/chat/completions`` request: its chunks, in order.
+
+        Raises:
+            RequestError: before any chunk exists, so the caller can still answer 400.
+        """
+        include_usage = _include_usage(body)
+        gens = self._chat_generations(body)
+        want_logprobs = bool(body.get("logprobs"))
+        head = self._chunk_head("chat.completion.chunk", include_usage)
+        chunks: list[dict[str, Any]] = []
+        for i, g in enumerate(gens):
+            chunks.append(
+                {
+                    **head,
+                    "choices": [
+                        {
+                            "index": i,
+                            "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None,
+                            "finish_reason": None,
+                        }
+                    ],
+                }
+            )
+            pieces, rest_ids, rest_lps = self._pieces(g)
+            deltas: list[tuple[dict[str, Any], list[int], list[float], str | None]] = [
+                ({"content": text}, ids, lps, None) for text, ids, lps in pieces
+            ]
+            deltas.append(({}, rest_ids, rest_lps, g.finish_reason))
+            for delta, ids, lps, finish in deltas:
+                logprobs = None
+                if want_logprobs and (ids or finish is None):
+                    logprobs = {
+                        "content": [
+                            {"token": self._token(t), "logprob": lp, "top_logprobs": []}
+                            for t, lp in zip(ids, lps, strict=True)
+                        ]
+                    }
+                choice = {"index": i, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
+                chunks.append({**head, "choices": [choice]})
+        if include_usage:
+            chunks.append({**head, "choices": [], "usage": self._usage(gens)})
+        return chunks
+
+    def completions_stream(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Answer a streaming ``/v1/completions`` request: its chunks, in order."""
+        include_usage = _include_usage(body)
+        prompts, params, n = self._completion_request(body)
+        want_logprobs = body.get("logprobs") is not None
+        gens = self._run(self.raw, [p for p in prompts for _ in range(n)], params)
+        head = self._chunk_head("text_completion", include_usage)
+        chunks: list[dict[str, Any]] = []
+        for i, g in enumerate(gens):
+            pieces, rest_ids, rest_lps = self._pieces(g)
+            steps: list[tuple[str, list[int], list[float], str | None]] = [
+                (text, ids, lps, None) for text, ids, lps in pieces
+            ]
+            steps.append(("", rest_ids, rest_lps, g.finish_reason))
+            offset = 0
+            for text, ids, lps, finish in steps:
+                logprobs = None
+                if want_logprobs:
+                    tokens = [self._token(t) for t in ids]
+                    offsets = []
+                    for token in tokens:
+                        offsets.append(offset)
+                        offset += len(token)
+                    logprobs = {
+                        "tokens": tokens,
+                        "token_logprobs": list(lps),
+                        "top_logprobs": None,
+                        "text_offset": offsets,
+                    }
+                choice = {"index": i, "text": text, "logprobs": logprobs, "finish_reason": finish}
+                chunks.append({**head, "choices": [choice]})
+        if include_usage:
+            chunks.append({**head, "choices": [], "usage": self._usage(gens)})
+        return chunks
+
+    def _chat_generations(self, body: Mapping[str, Any]) -> list[Generation]:
         if self.chat is None:
             raise RequestError(
                 f"model {self.name!r} has no chat template; use /v1/completions instead"
@@ -125,18 +222,7 @@ class CompletionService:
         rendered = self.chat.render_messages(
             [{"role": m["role"], "content": m["content"]} for m in messages]
         )
-        gens = self._run(self.chat, [rendered] * n, params)
-        want_logprobs = bool(body.get("logprobs"))
-        choices = [
-            {
-                "index": i,
-                "message": {"role": "assistant", "content": g.text},
-                "finish_reason": g.finish_reason,
-                "logprobs": self._chat_logprobs(g) if want_logprobs else None,
-            }
-            for i, g in enumerate(gens)
-        ]
-        return self._envelope("chat.completion", choices, gens)
+        return self._run(self.chat, [rendered] * n, params)
 
     def models(self) -> dict[str, Any]:
         """Answer ``/v1/models``."""
@@ -146,6 +232,73 @@ class CompletionService:
         }
 
     # ------------------------------------------------------------------ helpers
+
+    def _completion_request(self, body: Mapping[str, Any]) -> tuple[list[str], SamplingParams, int]:
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            prompts = [prompt]
+        elif isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
+            prompts = list(prompt)
+        else:
+            raise RequestError("'prompt' must be a string or a non-empty list of strings")
+        params, n = self._sampling(body, default_max_tokens=16)
+        return prompts, params, n
+
+    def _pieces(
+        self, g: Generation
+    ) -> tuple[list[tuple[str, list[int], list[float]]], list[int], list[float]]:
+        """Split a completion into stream deltas.
+
+        Returns:
+            ``(pieces, rest_ids, rest_logprobs)``: each piece is (text, its token ids, their
+            logprobs); a token that makes the decoded prefix grow (and does not end inside a
+            multi-byte character) closes a piece, and the texts concatenate to exactly
+            ``g.text`` (stop string and special tokens excluded, as without streaming). The
+            tokens after the last piece (end of sequence, a stop string) are the rest, sent
+            with the final chunk.
+        """
+        ids = list(g.completion_ids)
+        lps = list(g.logprobs) if len(g.logprobs) == len(ids) else [0.0] * len(ids)
+        pieces: list[tuple[str, list[int], list[float]]] = []
+        emitted, start = "", 0
+        tokenizer = self.raw.tokenizer
+        for end in range(1, len(ids) + 1):
+            if len(emitted) >= len(g.text):
+                break
+            prefix = str(tokenizer.decode(ids[:end], skip_special_tokens=True))
+            if prefix.endswith("\ufffd") or not prefix.startswith(emitted):
+                continue
+            grown = prefix[: len(g.text)]
+            if len(grown) > len(emitted) and g.text.startswith(grown):
+                pieces.append((grown[len(emitted) :], ids[start:end], lps[start:end]))
+                emitted, start = grown, end
+        if len(emitted) < len(g.text):
+            pieces.append((g.text[len(emitted) :], ids[start:], lps[start:]))
+            start = len(ids)
+        return pieces, ids[start:], lps[start:]
+
+    def _token(self, token_id: int) -> str:
+        return str(self.raw.tokenizer.decode([token_id]))
+
+    def _chunk_head(self, kind: str, include_usage: bool) -> dict[str, Any]:
+        head: dict[str, Any] = {
+            "id": f"cmpl-{uuid.uuid4().hex}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": self.name,
+        }
+        if include_usage:
+            head["usage"] = None
+        return head
+
+    def _usage(self, gens: Sequence[Generation]) -> dict[str, int]:
+        prompt_tokens = sum(len(g.prompt_ids) for g in gens)
+        completion_tokens = sum(len(g.completion_ids) for g in gens)
+        return {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
 
     def _sampling(
         self, body: Mapping[str, Any], default_max_tokens: int
@@ -219,20 +372,27 @@ class CompletionService:
     def _envelope(
         self, kind: str, choices: list[dict[str, Any]], gens: Sequence[Generation]
     ) -> dict[str, Any]:
-        prompt_tokens = sum(len(g.prompt_ids) for g in gens)
-        completion_tokens = sum(len(g.completion_ids) for g in gens)
         return {
             "id": f"cmpl-{uuid.uuid4().hex}",
             "object": kind,
             "created": int(time.time()),
             "model": self.name,
             "choices": choices,
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": self._usage(gens),
         }
+
+
+def _include_usage(body: Mapping[str, Any]) -> bool:
+    """``stream_options.include_usage`` of a streaming request (400 when malformed)."""
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise RequestError("'stream_options' must be an object")
+    include = options.get("include_usage", False)
+    if not isinstance(include, bool):
+        raise RequestError("'stream_options.include_usage' must be a boolean")
+    return include
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -259,6 +419,10 @@ class _Handler(BaseHTTPRequestHandler):
             "/v1/completions": self.service.completions,
             "/v1/chat/completions": self.service.chat_completions,
         }
+        streams = {
+            "/v1/completions": self.service.completions_stream,
+            "/v1/chat/completions": self.service.chat_completions_stream,
+        }
         if path not in routes:
             self._error(404, f"no route POST {self.path}", "not_found_error")
             return
@@ -277,8 +441,15 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             self._error(400, "the JSON body must be an object")
             return
+        stream = body.get("stream", False)
+        if not isinstance(stream, bool):
+            self._error(400, "'stream' must be a boolean")
+            return
         try:
-            self._reply(200, routes[path](body))
+            if stream:
+                self._stream(streams[path](body))
+            else:
+                self._reply(200, routes[path](body))
         except RequestError as exc:
             self._error(400, str(exc))
         except Exception as exc:  # report server faults to the client, keep serving
@@ -296,8 +467,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _stream(self, chunks: Sequence[Mapping[str, Any]]) -> None:
+        """Send server-sent events (chunked transfer encoding), ``data: [DONE]`` last."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for event in _events(chunks):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client went away
+            self.close_connection = True
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
         log.info("%s %s", self.address_string(), format % args)
+
+
+def _events(chunks: Sequence[Mapping[str, Any]]) -> Iterator[bytes]:
+    for chunk in chunks:
+        yield b"data: " + json.dumps(chunk).encode("utf-8") + b"\n\n"
+    yield b"data: [DONE]\n\n"
 
 
 def make_server(service: CompletionService, host: str = "127.0.0.1", port: int = 0) -> Any:
