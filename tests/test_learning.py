@@ -1,16 +1,37 @@
-"""Honest learning test: a short Code-A1 run on an easy family raises both players' rewards.
+"""Honest learning test: Code-A1 RL beats the same run with its learning rate at 0.
 
-Fixed seeds; a nano model (~1.4M parameters) built from config; six problems of the procedural
-"step" family (``return a if x OP t else b``). A brief supervised warm start teaches the answer
-format only; the test then compares the rewards the referee gave in the first RL steps with those
-of the last RL steps. Nothing is mocked: generation, the sandbox, the referee and the updates are
-the real ones.
+A nano model (~1.4M parameters) built from config, six problems of the procedural "step" family
+(``return a if x OP t else b``), several seeds. Per seed, one supervised warm start ends in a
+checkpoint at step 0, and two RL runs resume from copies of it:
+
+* ``trained``: the run as configured;
+* ``control``: the same run with both players' learning rate set to 0.
+
+The two runs of a seed share everything else: the warm-started weights, the problems in the same
+order, the per-step rollout seeds, the sandbox, the referee and the mistake-book mechanics. Their
+first RL step is the same step; after it they differ only through the updates. The test compares
+the mean reward each player got over the last half of the RL steps, paired per seed, so it does
+not depend on absolute reward levels (which move with the scoring rules and library versions).
+
+So that every seed leaves RL something to learn (a warm start on six problems otherwise solves
+them outright on some seeds and not on others), half of the warm-start examples carry a defect
+the referee punishes: the coder's target program ends with ``raise ValueError`` (a program whose
+top level raises fails every test) and the tester's assert lines are commented out (no test is
+extracted). The warm-started players emit the defect about half the time; only the rewards tell
+them not to. Nothing is mocked: generation, the sandbox, the referee and the updates are real.
+
+The tester is checked on its reward and on its validity ``R_val`` (kept tests and invalid ones
+only, which the coder's progress does not move: the tester's reward is also 0 when the code it
+attacks does not run, which the coder's learning changes).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,29 +41,42 @@ from codea1_env.problems import ProceduralSource
 
 pytestmark = pytest.mark.slow
 
-WINDOW = 4
+SEEDS = (0, 1, 2)
+RL_STEPS = 10
+WINDOW = RL_STEPS // 2  # compared: the last half of the RL steps
+CHECKED = ("coder/reward", "tester/reward", "tester/validity")
+T_95_DF2 = 2.920  # one-sided 95% Student t quantile, len(SEEDS) - 1 = 2 degrees of freedom
+
+
+def with_defect(problem: Any) -> Any:
+    """The problem with a defect in both warm-start targets (see the module docstring)."""
+    return dataclasses.replace(
+        problem,
+        canonical_solution=problem.canonical_solution.rstrip("\n") + "\nraise ValueError\n",
+        tests=tuple("# " + test for test in problem.tests),
+    )
 
 
 class FixedProblems:
-    """Every step trains on the same small set (sample() cycles through it in order)."""
+    """Cycles through the same six problems in order; ``defects``: every other pass is defective."""
 
-    def __init__(self, problems: list) -> None:  # type: ignore[type-arg]
-        self.problems = problems
+    def __init__(self, *, defects: bool) -> None:
+        source = ProceduralSource(seed=0, n=200, families=["step"])
+        self.problems = [source.problem_at(i) for i in range(6)]
+        self.defective = [with_defect(p) for p in self.problems] if defects else self.problems
         self.next = 0
 
-    def sample(self, rng: object) -> object:
-        problem = self.problems[self.next % len(self.problems)]
-        self.next += 1
-        return problem
+    def sample(self, rng: object) -> Any:
+        index, self.next = self.next, self.next + 1
+        lap, position = divmod(index, len(self.problems))
+        return (self.defective if lap % 2 else self.problems)[position]
 
 
-def run(tmp_path: Path) -> list[dict[str, float]]:
-    source = ProceduralSource(seed=0, n=200, families=["step"])
-    problems = [source.problem_at(i) for i in range(6)]
-    config = from_preset(
+def config(seed: int, steps: int, run_dir: Path) -> Any:
+    return from_preset(
         "nano",
-        seed=0,
-        steps=24,
+        seed=seed,
+        steps=steps,
         problems_per_step=3,
         n_codes=4,
         n_suites=4,
@@ -55,25 +89,73 @@ def run(tmp_path: Path) -> list[dict[str, float]]:
         sft_tester_steps=60,
         sft_batch_size=16,
         sft_lr=5e-3,
-        checkpoint_every=100,
+        checkpoint_every=1000,
         eval_before_after=False,
-        output_dir=str(tmp_path),
+        output_dir=str(run_dir),
     )
-    trainer = Trainer(config, train_source=FixedProblems(problems), log=lambda _m: None)
-    return trainer.train().history
 
 
-def test_short_rl_run_raises_both_rewards(tmp_path: Path) -> None:
-    history = run(tmp_path)
+def quiet(_message: str) -> None:
+    pass
 
-    def mean(key: str, rows: list[dict[str, float]]) -> float:
-        return statistics.fmean(r[key] for r in rows)
 
-    first, last = history[:WINDOW], history[-WINDOW:]
-    coder_start, coder_end = mean("coder/reward", first), mean("coder/reward", last)
-    tester_start, tester_end = mean("tester/reward", first), mean("tester/reward", last)
-    print(
-        f"coder {coder_start:.3f} -> {coder_end:.3f}; tester {tester_start:.3f} -> {tester_end:.3f}"
-    )
-    assert coder_end >= coder_start + 0.15
-    assert tester_end >= tester_start + 0.05
+def warm_start(seed: int, run_dir: Path) -> None:
+    """Supervised warm start only (steps=0): leaves the step-0 checkpoint in ``run_dir``."""
+    source = FixedProblems(defects=True)
+    Trainer(config(seed, 0, run_dir), train_source=source, log=quiet).train()
+
+
+def rl_run(seed: int, warm_dir: Path, run_dir: Path, *, learn: bool) -> list[dict[str, float]]:
+    """Resume a copy of the warm start and run the RL steps; the control has lr 0."""
+    shutil.copytree(warm_dir, run_dir)
+    source = FixedProblems(defects=False)
+    trainer = Trainer(config(seed, RL_STEPS, run_dir), train_source=source, log=quiet)
+    assert trainer.resumed_from == 0
+    assert trainer.tester is not None
+    for player in (trainer.coder, trainer.tester):
+        if not learn:
+            player.lr = 0.0
+        player.reset_optimizer()  # a fresh AdamW at step 0 either way (lr 0 moves nothing)
+    history = trainer.train().history
+    assert len(history) == RL_STEPS
+    return history
+
+
+def window_mean(history: list[dict[str, float]], key: str) -> float:
+    return statistics.fmean(row[key] for row in history[-WINDOW:])
+
+
+def test_rl_beats_the_same_run_with_learning_rate_zero(tmp_path: Path) -> None:
+    results: dict[str, dict[str, list[float]]] = {
+        run: {key: [] for key in CHECKED} for run in ("trained", "control")
+    }
+    for seed in SEEDS:
+        warm = tmp_path / f"warm_{seed}"
+        warm_start(seed, warm)
+        runs = {
+            name: rl_run(seed, warm, tmp_path / f"{name}_{seed}", learn=name == "trained")
+            for name in ("trained", "control")
+        }
+        for name in ("warm", "trained", "control"):  # checkpoints: ~30 MB a run
+            shutil.rmtree(tmp_path / f"{name}_{seed}")
+        # Paired: the first RL step (same weights, problems and seeds) is the same in both runs.
+        assert runs["trained"][0]["coder/reward"] == runs["control"][0]["coder/reward"]
+        line = [f"seed {seed}:"]
+        for key in (*CHECKED, "coder/gt_pass_rate", "coder/compile_rate"):
+            means = {name: window_mean(rows, key) for name, rows in runs.items()}
+            if key in CHECKED:
+                for name, value in means.items():
+                    results[name][key].append(value)
+            line.append(f"{key} {means['trained']:.3f} vs control {means['control']:.3f};")
+        print(" ".join(line))
+
+    for key in CHECKED:
+        diffs = [t - c for t, c in zip(results["trained"][key], results["control"][key])]
+        mean = statistics.fmean(diffs)
+        bound = mean - T_95_DF2 * statistics.stdev(diffs) / len(diffs) ** 0.5
+        wins = sum(d > 0 for d in diffs)
+        print(
+            f"{key}: trained - control per seed {[round(d, 3) for d in diffs]}; bound {bound:.3f}"
+        )
+        assert wins > len(SEEDS) / 2, f"{key}: trained beat the control on {wins}/{len(SEEDS)}"
+        assert bound > 0, f"{key}: one-sided 95% lower bound of the paired mean {bound:.3f} <= 0"
