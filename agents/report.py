@@ -324,8 +324,11 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
 
     """
     from agents.evaluate import EvalSettings, load_policy
+    from codea1_env.duel import Duel, Role, judge_grid
+    from codea1_env.env import duel_info
     from codea1_env.problems import ProceduralSource, load_source
     from codea1_env.referee import Referee
+    from codea1_env.spaces import observe
 
     root = Path(run_dir)
     config = _read_json(root / "config.json")
@@ -337,32 +340,27 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
         else load_source(spec)
     )
     problems = [source[i] for i in list(source.ids())[:n]]
+    anonymize_code = bool(config.get("anonymize_code", False))
     with Referee() as referee:
         policy = load_policy(f"checkpoint:{root}", referee.sandbox, EvalSettings(seed=seed))
-        obs = [
-            {"role": 0, "prompt": p.prompt, "entry_point": p.entry_point, "code": ""}
-            for p in problems
-        ]
-        infos = [{"task_id": p.task_id, "role": "coder", "problem": p} for p in problems]
-        codes = policy.coder.act(obs, infos) if policy.coder is not None else []
+        # the env's game layer: the same observations, extraction and anonymization as training
+        games = [Duel(p) for p in problems]
+        codes = (
+            policy.coder.act([observe(g, Role.CODER) for g in games], [duel_info(g) for g in games])
+            if policy.coder is not None
+            else ["" for _ in games]
+        )
+        for game, code in zip(games, codes):
+            game.play_code(code, anonymize_code=anonymize_code)
         suites: list[list[str]] = [[] for _ in codes]
         if policy.tester is not None:
-            from codea1_env.testcases import extract_code
-
-            t_obs = [
-                {
-                    "role": 1,
-                    "prompt": p.prompt,
-                    "entry_point": p.entry_point,
-                    "code": extract_code(c),
-                }
-                for p, c in zip(problems, codes)
-            ]
-            t_infos = [{**i, "role": "tester"} for i in infos]
-            suites = [[t] for t in policy.tester.act(t_obs, t_infos)]
-        judgements = referee.judge_many(
-            [(p, [c], [s]) for p, c, s in zip(problems, codes, suites)], update_book=False
-        )
+            texts = policy.tester.act(
+                [observe(g, Role.TESTER) for g in games], [duel_info(g) for g in games]
+            )
+            for game, text in zip(games, texts):
+                game.play_tests(text)
+            suites = [[t] for t in texts]
+        judgements = judge_grid(referee, [[[g]] for g in games], update_book=False)
     duels = []
     for problem, code, suite, judgement in zip(problems, codes, suites, judgements):
         verdicts = [
