@@ -27,6 +27,7 @@ __all__ = [
     "Role",
     "answer_for",
     "check_move",
+    "pair_outcome",
     "judge_grid",
     "score_duels",
 ]
@@ -283,39 +284,59 @@ def score_duels(
     outcomes: list[DuelOutcome] = []
     for index, duel in enumerate(duels):
         item, code, suite = where[index]
-        j = judgements[item]
-        if duel.reasons["coder"]:
-            coder = 0.0
-        elif referee.reward_config.mode == "golden":
-            coder = float(j.coder_rewards[code])
-        else:  # this duel's own (code, suite) pair, whatever else shares the code
-            coder = float(j.suites[code][suite].coder_pair_reward)
-        tester = 0.0 if duel.reasons["tester"] else float(j.tester_rewards[code][suite])
-        reasons = dict(duel.reasons)
-        if not reasons["coder"] and not j.compiled[code]:
-            reasons["coder"] = "did_not_run: " + j.code_errors[code][:200]
-        if not reasons["tester"]:
-            sv = j.suites[code][suite]
-            if sv.grading is None:
-                reasons["tester"] = "no_tests: " + (sv.parse_reason or "nothing parsed")
-            elif not j.compiled[code]:
-                reasons["tester"] = "candidate_did_not_run"
-        view = _single(j, code, suite)
-        outcome = DuelOutcome({"coder": coder, "tester": tester}, view, reasons)
+        golden = referee.reward_config.mode == "golden"
+        outcome = pair_outcome(duel, judgements[item], code, suite, golden=golden)
         duel.outcome = outcome
         outcomes.append(outcome)
     return outcomes
 
 
-def _single(j: Judgement, code: int, suite: int) -> Judgement:
-    """The part of a judgement that concerns one (code, suite) pair."""
+def pair_outcome(
+    duel: Duel, j: Judgement, code: int, suite: int | None, *, golden: bool
+) -> DuelOutcome:
+    """One duel's rewards and reasons from the judgement of its problem (the env's rules).
+
+    The coder gets its own (code, suite) pair reward (its GT pass rate in golden mode), 0 for a
+    move that cannot score; the tester its suite's reward, 0 for a move that cannot score. Every
+    view that reports a duel (the env, the vector env, the adapters) builds its outcome here.
+
+    Args:
+        duel: The scored duel (its moves and their reasons).
+        j: The judgement of the duel's problem.
+        code: The duel's code row in ``j``.
+        suite: The duel's suite in that row (None: the code was judged without suites).
+        golden: Golden mode (the coder is rewarded by its GT pass rate).
+    """
+    if duel.reasons["coder"]:
+        coder = 0.0
+    elif golden or suite is None:
+        coder = float(j.coder_rewards[code])
+    else:  # this duel's own (code, suite) pair, whatever else shares the code
+        coder = float(j.suites[code][suite].coder_pair_reward)
+    tester = (
+        0.0 if duel.reasons["tester"] or suite is None else float(j.tester_rewards[code][suite])
+    )
+    reasons = dict(duel.reasons)
+    if not reasons["coder"] and not j.compiled[code]:
+        reasons["coder"] = "did_not_run: " + j.code_errors[code][:200]
+    if not reasons["tester"] and suite is not None:
+        sv = j.suites[code][suite]
+        if sv.grading is None:
+            reasons["tester"] = "no_tests: " + (sv.parse_reason or "nothing parsed")
+        elif not j.compiled[code]:
+            reasons["tester"] = "candidate_did_not_run"
+    return DuelOutcome({"coder": coder, "tester": tester}, _single(j, code, suite), reasons)
+
+
+def _single(j: Judgement, code: int, suite: int | None) -> Judgement:
+    """The part of a judgement that concerns one (code, suite) pair (no suite: the code alone)."""
     return Judgement(
         coder_rewards=(j.coder_rewards[code],),
-        tester_rewards=((j.tester_rewards[code][suite],),),
+        tester_rewards=((j.tester_rewards[code][suite],),) if suite is not None else ((),),
         gt_pass_rates=(j.gt_pass_rates[code],),
         coder_details=(j.coder_details[code],),
-        tester_details=((j.tester_details[code][suite],),),
-        suites=((j.suites[code][suite],),),
+        tester_details=((j.tester_details[code][suite],),) if suite is not None else ((),),
+        suites=((j.suites[code][suite],),) if suite is not None else ((),),
         mistake_book=(j.mistake_book[code],) if j.mistake_book else (),
         gt_tests=(j.gt_tests[code],) if j.gt_tests else (),
         compiled=(j.compiled[code],),

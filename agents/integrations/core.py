@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.integrations.options import MODES, OPPONENTS
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, DuelOutcome, judge_grid
+from codea1_env.duel import MAX_ACTION_CHARS, Duel, judge_grid, pair_outcome
 from codea1_env.env import duel_info
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict, problem_to_dict
@@ -474,11 +474,9 @@ class RewardCore:
                 reward = 0.0 if duels[0].reasons["coder"] else float(j.coder_rewards[code])
             else:
                 pairs.append(())
-                reward = 0.0 if duels[0].reasons["coder"] else float(j.coder_rewards[code])
-                view = _pair_view(j, code, None)
-                reasons = dict(duels[0].reasons)
-                reasons["tester"] = "golden_mode" if self.golden else "no_suite"
-                outcome = DuelOutcome({"coder": reward, "tester": 0.0}, view, reasons)
+                outcome = pair_outcome(duels[0], j, code, None, golden=self.golden)
+                outcome.reasons["tester"] = "golden_mode" if self.golden else "no_suite"
+                reward = outcome.rewards["coder"]
                 code_infos.append(outcome.info())
             coder_rewards.append(reward)
         return GridResult(
@@ -490,26 +488,10 @@ class RewardCore:
 
     def _pair(self, duel: Duel, j: Judgement, code: int, suite: int) -> PairResult:
         """One pair's rewards and info, as :func:`~codea1_env.duel.score_duels` reports them."""
-        if duel.reasons["coder"]:
-            coder = 0.0
-        elif self.golden:
-            coder = float(j.coder_rewards[code])
-        else:
-            coder = float(j.suites[code][suite].coder_pair_reward)
-        tester = 0.0 if duel.reasons["tester"] else float(j.tester_rewards[code][suite])
-        reasons = dict(duel.reasons)
-        if not reasons["coder"] and not j.compiled[code]:
-            reasons["coder"] = "did_not_run: " + j.code_errors[code][:200]
-        if not reasons["tester"]:
-            sv = j.suites[code][suite]
-            if sv.grading is None:
-                reasons["tester"] = "no_tests: " + (sv.parse_reason or "nothing parsed")
-            elif not j.compiled[code]:
-                reasons["tester"] = "candidate_did_not_run"
+        outcome = pair_outcome(duel, j, code, suite, golden=self.golden)
         if self.golden:
-            reasons["tester"] = "golden_mode"
-        view = _pair_view(j, code, suite)
-        outcome = DuelOutcome({"coder": coder, "tester": tester}, view, reasons)
+            outcome.reasons["tester"] = "golden_mode"
+        coder, tester = outcome.rewards["coder"], outcome.rewards["tester"]
         duel.outcome = outcome
         return PairResult(coder, tester, outcome.info(), duel.tests_text)
 
@@ -518,20 +500,3 @@ def _problem_key(problem: Problem) -> str:
     """A digest of the problem's record: rows group by (task_id, record)."""
     record = json.dumps(problem_to_dict(problem), sort_keys=True, default=str)
     return hashlib.sha256(record.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _pair_view(j: Judgement, code: int, suite: int | None) -> Judgement:
-    """The part of a judgement about one (code, suite) pair (no suite: the code alone)."""
-    return Judgement(
-        coder_rewards=(j.coder_rewards[code],),
-        tester_rewards=((j.tester_rewards[code][suite],),) if suite is not None else ((),),
-        gt_pass_rates=(j.gt_pass_rates[code],),
-        coder_details=(j.coder_details[code],),
-        tester_details=((j.tester_details[code][suite],),) if suite is not None else ((),),
-        suites=((j.suites[code][suite],),) if suite is not None else ((),),
-        mistake_book=(j.mistake_book[code],) if j.mistake_book else (),
-        gt_tests=(j.gt_tests[code],) if j.gt_tests else (),
-        compiled=(j.compiled[code],),
-        code_errors=(j.code_errors[code],),
-        metrics=j.metrics,
-    )
