@@ -1,9 +1,10 @@
-"""verl's custom reward function and data builder (verl itself is not installed: see the module).
+"""verl's custom reward function and the data builders of both roles, without verl.
 
-verl 0.9.1 pins transformers<5.11 and pulls its own torch stack, so it stays out of the venv;
-these tests call compute_score exactly as verl's NaiveRewardManager.run_single does (keyword
+These tests call compute_score exactly as verl's NaiveRewardManager.run_single does (keyword
 arguments, extra_info with the keys verl adds) and read the parquet the way verl's RLHFDataset
-does (datasets.load_dataset("parquet")).
+does (datasets.load_dataset("parquet")); they run in the main venv, where verl is not installed
+(verl 0.9.1 pins transformers<5.11). verl's own reward loop with the codea1 reward manager is
+tested in test_integrations_verl_manager.py, in a venv with verl 0.9.1.
 """
 
 from __future__ import annotations
@@ -110,3 +111,167 @@ def test_compute_score_with_a_frozen_scripted_tester_and_errors() -> None:
         workers=1,
     )
     assert fallback["score"] == 1.0
+
+
+# ------------------------------------------------------------------ the tester role
+
+BUGGY = answer_for(
+    "def reverse_words(text):\n"
+    "    words = text.split(' ')\n"
+    "    return ' '.join(w for w in reversed(words) if w)\n"
+)
+TESTS = (
+    "```python\nassert reverse_words('a b') == 'b a'\n"
+    "assert reverse_words('a\\tb') == 'b a'\nassert reverse_words('x') == 'y'\n```"
+)
+
+
+def _env_rewards(sandbox: Any, problem: Any, code: str, tests: str) -> dict[str, Any]:
+    """CodeTestDuel-v0's end-of-episode info for (code, tests), with a fresh mistake book."""
+    from codea1_env.problems import problem_to_dict
+
+    env = gym.make("CodeTestDuel-v0", source="bank", sandbox=sandbox)
+    try:
+        env.reset(options={"problem": problem_to_dict(problem)})
+        env.step(code)
+        *_, info = env.step(tests)
+        return dict(info)
+    finally:
+        env.close()
+
+
+def test_tester_rows_carry_the_frozen_code_and_roundtrip_through_parquet(tmp_path: Any) -> None:
+    datasets = pytest.importorskip("datasets")
+    source = load_source("bank")
+    rows = adapter.build_tester_rows(source, limit=3, mutants=2, env_class="codea1_tester")
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_task.setdefault(row["extra_info"]["task_id"], []).append(row)
+    assert len(by_task) == 3
+    for task_id, task_rows in by_task.items():
+        problem = source[task_id]
+        kinds = [r["extra_info"]["code_source"] for r in task_rows]
+        assert kinds[0] == "gt" and 1 <= len(kinds) - 1 <= 2
+        assert all(k.startswith("mutant:") for k in kinds[1:])
+        assert task_rows[0]["extra_info"]["code"] == answer_for(problem.gt_program)
+        mutants = {m.source for m in MutantCache().get(problem.gt_program)}
+        for row in task_rows:
+            info = row["extra_info"]
+            assert info["role"] == "tester" and row["data_source"] == "codea1/bank"
+            prompt = row["prompt"][0]["content"]
+            assert "expert software tester" in prompt and "Candidate solution" in prompt
+            assert prompt == adapter.tester_prompt(problem, info["code"])
+            assert json.loads(row["reward_model"]["ground_truth"])["task_id"] == task_id
+            assert row["reward_spec"] == {
+                "method": "rule",
+                **{"ground_truth": row["reward_model"]["ground_truth"]},
+            }
+        for row in task_rows[1:]:
+            program = row["extra_info"]["code"].split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+            assert program in mutants
+    assert [r["extra_info"]["index"] for r in rows] == list(range(len(rows)))
+    # one parquet with both roles, read as verl's RLHFDataset reads it
+    path = str(tmp_path / "both.parquet")
+    both = adapter.build_rows(source, limit=2) + rows
+    adapter.write_parquet(both, path)
+    table = datasets.load_dataset("parquet", data_files=path)["train"]
+    assert table.num_rows == len(both)
+    assert table[0]["extra_info"]["role"] == "coder" and table[0]["extra_info"]["code"] is None
+    assert table[2]["extra_info"]["role"] == "tester" and table[2]["extra_info"]["code"]
+    out = tmp_path / "t.parquet"
+    argv = ["--role", "tester", "--codes", "mutants", "--mutants", "1", "--limit", "2"]
+    assert adapter.main([*argv, "--out", str(out)]) == 0
+    written = datasets.load_dataset("parquet", data_files=str(out))["train"]
+    assert written.num_rows == 2 and written[0]["extra_info"]["code_source"].startswith("mutant:")
+
+
+def test_compute_score_of_tester_rows_equals_the_env_tester_reward(shared_sandbox: Any) -> None:
+    source = load_source("bank")
+    problem = source["bank/reverse_words"]
+    rows = adapter.build_tester_rows(source, limit=1, mutants=1)
+    assert [r["extra_info"]["code_source"] for r in rows][0] == "gt"
+    tester_row = dict(rows[0], extra_info=dict(rows[0]["extra_info"], code=BUGGY))
+    from agents.integrations.core import gt_suite
+
+    cases = [(row, suite) for row in (*rows, tester_row) for suite in (TESTS, gt_suite(problem))]
+    kwargs = {"opponent": "gt+mistake_book", "update_book": False, "workers": 1}
+    seen = []
+    for row, suite in cases:
+        extra = dict(row["extra_info"], num_turns=None, rollout_reward_scores={})
+        result = adapter.compute_score(
+            row["data_source"], suite, row["reward_model"]["ground_truth"], extra, **kwargs
+        )
+        info = _env_rewards(shared_sandbox, problem, row["extra_info"]["code"], suite)
+        assert result["score"] == info["rewards"]["tester"] == result["tester_reward"]
+        assert result["coder_reward"] == info["rewards"]["coder"]
+        assert result["n_tests"] == len(info["verdicts"]) and tuple(result) == adapter.SCORE_KEYS
+        seen.append(result["score"])
+    assert any(0.0 < s < 1.0 for s in seen) and len(set(seen)) >= 3
+    batch = adapter.compute_score_batch(
+        [r["data_source"] for r, _ in cases],
+        [s for _, s in cases],
+        [r["reward_model"]["ground_truth"] for r, _ in cases],
+        [r["extra_info"] for r, _ in cases],
+        **kwargs,
+    )
+    assert [b["score"] for b in batch] == seen
+    with pytest.raises(ValueError, match="extra_info.code"):
+        adapter.compute_score("codea1/bank", TESTS, "bank/reverse_words", {"role": "tester"})
+    with pytest.raises(ValueError, match="extra_info.role"):
+        adapter.compute_score("codea1/bank", TESTS, "bank/reverse_words", {"role": "judge"})
+
+
+class _FrozenCoderService:
+    """Duck-typed ``CompletionService``: answers every coder prompt with a fixed code."""
+
+    name = "coder"
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.prompts: list[str] = []
+
+    def completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        self.prompts.extend(prompts)
+        choices = [
+            {"index": i, "text": self.answer, "finish_reason": "stop", "logprobs": None}
+            for i in range(len(prompts))
+        ]
+        return {"object": "text_completion", "model": self.name, "choices": choices}
+
+    def chat_completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError("not used")
+
+    chat_completions_stream = completions_stream = chat_completions
+
+    def models(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": self.name, "object": "model"}]}
+
+
+def test_tester_rows_from_a_frozen_coder_over_http() -> None:
+    import threading
+
+    from agents.serve import make_server
+
+    program = BUGGY.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
+    service = _FrozenCoderService(program + "\n```")  # a completion closes the opened block
+    server = make_server(service, "127.0.0.1", 0)  # type: ignore[arg-type]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        rows = adapter.build_tester_rows(
+            "bank", codes="http", coder_url=f"http://{host}:{port}/v1", samples=2, limit=2
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    assert len(rows) == 4 and len(service.prompts) == 4
+    assert {r["extra_info"]["code_source"] for r in rows} == {"http:coder"}
+    assert "def reverse_words(text):" in rows[0]["extra_info"]["code"]
+    assert "' '.join(w for w in reversed(words) if w)" in rows[0]["prompt"][0]["content"]
+    with pytest.raises(ValueError, match="coder_url"):
+        adapter.build_tester_rows("bank", codes="http", limit=1)
+    with pytest.raises(ValueError, match="codes must be"):
+        adapter.build_tester_rows("bank", codes="nope", limit=1)
