@@ -1,0 +1,206 @@
+r"""verl 0.9.1 reward loop: the ``codea1`` reward manager, batching samples into one referee call.
+
+verl 0.9.1 scores rollouts in its *reward loop*: ``RewardLoopManager`` (driver) splits a batch
+over ``reward.num_workers`` Ray actors (``RewardLoopWorker``), and each worker awaits one
+``reward_manager.run_single(sample)`` task per sample, all at once (``asyncio.gather``; with the
+agent loop, samples arrive one by one as rollouts finish). :class:`CodeA1RewardManager`
+(a ``verl.experimental.reward_loop.reward_manager.base.RewardManagerBase``) gathers the samples
+that reach ``run_single`` within ``batch_window_ms`` into ONE
+:meth:`~agents.integrations.core.RewardCore.score` call, that is one frozen-tester call and one
+``Referee.judge_many`` (one sandbox call), instead of one per sample. The scores are
+:func:`agents.integrations.verl.compute_score`'s (the same rows, the same
+:class:`~agents.integrations.core.RewardCore`): the coder's reward for coder rows, the tester's
+for the tester rows of :func:`agents.integrations.verl.build_tester_rows`.
+
+Loading: importing this module registers the class under the name ``codea1`` with verl's
+``@register`` (``verl.experimental.reward_loop.reward_manager.register``). codea1 declares it in
+the ``verl.plugins`` entry-point group, which ``import verl`` loads in every process (the
+driver and each Ray reward worker; ``VERL_USE_EXTERNAL_PLUGINS=none`` turns it off), so with
+codea1 installed in verl's environment::
+
+    python -m verl.trainer.main_ppo ... reward.reward_manager.name=codea1 \
+        +reward.reward_kwargs.opponent=boundary \
+        +reward.reward_kwargs.mistake_book=/local/disk/codea1_book.sqlite
+
+Without the entry point (codea1 importable but not installed, or plugins turned off), verl's
+``importlib`` source imports the module by name (``pkg://``; a file path works too)::
+
+    reward.reward_manager.source=importlib \
+    reward.reward_manager.module.path=pkg://agents.integrations.verl_manager \
+    reward.reward_manager.name=CodeA1RewardManager
+
+Options are read from ``reward.reward_kwargs`` (the key verl's DAPO manager reads): the
+``reward_kwargs`` of :func:`~agents.integrations.verl.compute_score` (``source``, ``opponent``,
+``mode``, ``alpha``, ``k``, ``mistake_book``, ``seed``, ``num_tests``, ``workers``,
+``opponent_url``, ``opponent_model``) plus ``batch_window_ms`` (20) and ``max_batch`` (1024).
+``reward.custom_reward_function`` is not needed and the ``compute_score`` verl passes is not
+used: the rows are scored by the referee directly.
+
+verl is imported here only; it is not a codea1 dependency (verl 0.9.1 needs
+``transformers<5.11``, see ``docs/integrations.md`` for its venv).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from verl import DataProto
+from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER, register
+
+__all__ = ["NAME", "CodeA1RewardManager", "reward_options"]
+
+NAME = "codea1"
+"""The name verl's ``reward.reward_manager.name`` selects this manager by."""
+
+_MANAGER_KEYS = ("batch_window_ms", "max_batch")
+
+
+def reward_options(config: Any) -> dict[str, Any]:
+    """``config.reward.reward_kwargs`` as a plain dict (empty when absent).
+
+    Args:
+        config: verl's trainer config (an OmegaConf DictConfig, or a mapping in tests).
+
+    """
+    reward = config.get("reward") if hasattr(config, "get") else None
+    options = reward.get("reward_kwargs") if reward is not None else None
+    if options is None:
+        return {}
+    if hasattr(options, "_metadata"):  # an OmegaConf container
+        from omegaconf import OmegaConf
+
+        options = OmegaConf.to_container(options, resolve=True)
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reward.reward_kwargs must be a mapping, got {type(options).__name__}")
+    return {str(key): value for key, value in options.items()}
+
+
+class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
+    """verl's reward manager ``codea1``: concurrent ``run_single`` calls share one referee call.
+
+    Args:
+        config: verl's trainer config; options from ``reward.reward_kwargs`` (module docstring).
+        tokenizer: The policy's tokenizer (responses are decoded with
+            ``skip_special_tokens=True``, as verl's ``naive`` manager does).
+        compute_score: What verl passes as the reward function; not used (the rows are scored by
+            :class:`~agents.integrations.core.RewardCore`).
+        reward_router_address: verl's reward-model router; not used.
+        reward_model_tokenizer: verl's reward-model tokenizer; not used.
+        **kwargs: Other keywords verl may pass; ignored.
+
+    Attributes:
+        batch_window_s: How long the first waiting sample waits for others.
+        max_batch: A batch is scored at once when it has this many samples.
+        batch_sizes: The size of every batch scored so far (this process).
+
+    """
+
+    def __init__(
+        self,
+        config: Any,
+        tokenizer: Any,
+        compute_score: Any = None,
+        reward_router_address: str | None = None,
+        reward_model_tokenizer: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(config, tokenizer, compute_score)
+        options = reward_options(config)
+        self.batch_window_s = float(options.pop("batch_window_ms", 20.0)) / 1000.0
+        self.max_batch = int(options.pop("max_batch", 1024))
+        if self.batch_window_s < 0 or self.max_batch < 1:
+            raise ValueError("reward_kwargs: need batch_window_ms >= 0 and max_batch >= 1")
+        self.options = options
+        self.batch_sizes: list[int] = []
+        self._pending: list[tuple[Any, asyncio.Future[dict[str, float]]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _core(self) -> Any:
+        from agents.integrations.verl import core_for
+
+        return core_for(self.options)
+
+    async def run_single(self, data: DataProto) -> dict[str, Any]:
+        """Score one sample (the last sequence of ``data``), batched with concurrent calls.
+
+        Returns:
+            ``{"reward_score": score, "reward_extra_info": {...}}``: ``score`` is the trained
+            role's reward (the env's ``info["rewards"][role]``); the extra info holds the
+            :data:`~agents.integrations.verl.SCORE_KEYS` and ``batch_size`` (how many samples
+            shared this sample's referee call).
+
+        Raises:
+            RequestError: The sample names an unknown problem, a malformed record, or is a
+                tester row without its frozen code.
+
+        """
+        from agents.integrations.verl import row_for
+
+        item = data[-1:][0]
+        response_ids = item.batch["responses"]
+        length = response_ids.shape[-1]
+        valid = int(item.batch["attention_mask"][-length:].sum())
+        text = self.tokenizer.decode(response_ids[:valid], skip_special_tokens=True)
+        extra_info = item.non_tensor_batch.get("extra_info") or {}
+        ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
+        row = row_for(self._core(), ground_truth, extra_info, text)
+        scores = await self._submit(row)
+        return {"reward_score": scores["score"], "reward_extra_info": scores}
+
+    async def _submit(self, row: Any) -> dict[str, float]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, float]] = loop.create_future()
+        self._pending.append((row, future))
+        if len(self._pending) >= self.max_batch:
+            self._flush()
+        elif self._timer is None:
+            self._timer = loop.call_later(self.batch_window_s, self._flush)
+        return await future
+
+    def _flush(self) -> None:
+        """Start scoring what waits (in a thread, so the loop keeps collecting the next batch)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        task = asyncio.get_running_loop().create_task(self._score(batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _score(self, batch: list[tuple[Any, asyncio.Future[dict[str, float]]]]) -> None:
+        from agents.integrations.verl import score_rows
+
+        rows = [row for row, _ in batch]
+        self.batch_sizes.append(len(rows))
+        try:
+            loop = asyncio.get_running_loop()
+            results = await loop.run_in_executor(None, score_rows, self._core(), rows)
+        except BaseException as exc:  # every waiting sample gets the error
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (_, future), scores in zip(batch, results, strict=True):
+            if not future.done():
+                future.set_result({**scores, "batch_size": float(len(rows))})
+
+
+def _register() -> None:
+    """Register :class:`CodeA1RewardManager` as ``codea1`` unless a copy of it already is.
+
+    verl's ``importlib`` source loads this file a second time under another module name; that
+    copy leaves the first registration in place instead of failing verl's duplicate check.
+    """
+    if NAME not in REWARD_MANAGER:
+        register(NAME)(CodeA1RewardManager)
+
+
+_register()
