@@ -219,6 +219,9 @@ class Trainer:
         distributed: The data-parallel group (default: :func:`agents.distributed.from_environment`,
             which joins the group ``torchrun`` describes, or runs alone without one). See
             :mod:`agents.distributed` for how a step is split over ranks.
+        init_from: A checkpoint directory of another run (such as its ``checkpoints/step_0``)
+            whose players' weights this run starts from instead of running its own warm start
+            (see :meth:`start_from`); ignored when the run resumes from its own checkpoint.
 
     Example:
         >>> from agents.config import from_preset
@@ -236,7 +239,9 @@ class Trainer:
         eval_problems: Sequence[Problem] | None = None,
         log: Callable[[str], None] = _stderr,
         distributed: Distributed | None = None,
+        init_from: str | os.PathLike[str] | None = None,
     ) -> None:
+        self.init_from = Path(init_from) if init_from is not None else None
         self._owns_dist = distributed is None
         self.dist = distributed if distributed is not None else from_environment(config.device)
         self.log = log if self.dist.is_main else _silent
@@ -487,6 +492,42 @@ class Trainer:
             out[f"sft/{role}_loss_first"] = losses[0]
             out[f"sft/{role}_loss_last"] = losses[-1]
             out[f"sft/{role}_seconds"] = time.perf_counter() - started
+        self._freeze_reference()
+        return out
+
+    def start_from(self, checkpoint: str | os.PathLike[str]) -> dict[str, float]:
+        """Start RL from the players' weights in another run's checkpoint (no warm start).
+
+        Each player loads ``{name}_model.pt`` from ``checkpoint`` (``coder``, ``tester`` or
+        ``shared``, as the players of this run's mode are named): a ``golden`` run can start from
+        the coder of a ``code-a1`` run's ``step_0``, the models that run's warm start produced.
+        The weights become the frozen KL reference and the optimizers start fresh, as after
+        :meth:`warm_start`.
+
+        Args:
+            checkpoint: A checkpoint directory (``run_dir/checkpoints/step_N``).
+
+        Returns:
+            ``{"init/from_step": N}``, the step of that checkpoint (what ``warm_start.json`` holds).
+
+        Raises:
+            FileNotFoundError: the checkpoint has no weights for one of this run's players.
+            RuntimeError: the weights do not fit a player's model (a different model spec).
+
+        """
+        path = Path(checkpoint)
+        for player in self._players():
+            if not (path / f"{player.name}_model.pt").is_file():
+                raise FileNotFoundError(f"init_from: {path} has no {player.name}_model.pt")
+            player.load(path)
+        self._freeze_reference()
+        info = path / "trainer_state.json"
+        step = json.loads(info.read_text()).get("step", 0) if info.is_file() else 0
+        self.log(f"init: started from the players' weights of {path}")
+        return {"init/from_step": float(step)}
+
+    def _freeze_reference(self) -> None:
+        """Sync the rollout policies, snapshot the KL references, fresh optimizers."""
         self.roles.sync()
         for player in self._players():
             player.snapshot_reference()
@@ -496,7 +537,6 @@ class Trainer:
                 tmp = path.with_suffix(".tmp")
                 player.save_reference(tmp)
                 os.replace(tmp, path)
-        return out
 
     # ------------------------------------------------------------------------------------------
     # evaluation
@@ -727,7 +767,10 @@ class Trainer:
         history: list[dict[str, Any]] = []
         try:
             if self.checkpoint is None:
-                sft = self.warm_start()  # replicated: every rank runs the same seeded steps
+                if self.init_from is not None:
+                    sft = self.start_from(self.init_from)
+                else:  # replicated: every rank runs the same seeded steps
+                    sft = self.warm_start()
                 if sft and self.dist.is_main:
                     write_text_atomic(self.run_dir / "warm_start.json", json.dumps(sft, indent=2))
                 if cfg.eval_before_after:  # on rank 0 (the others only unshard with it)

@@ -1,54 +1,295 @@
 """The paper's comparison at toy scale: base, golden, self-play and Code-A1 on procedural problems.
 
-For each seed, three runs with the CPU preset (``tiny``: a ~10M-parameter Qwen2 built from config,
+For each seed, three runs with the CPU preset (``tiny``: a ~1.4M-parameter Qwen2 built from config,
 supervised warm start, then GRPO on ``procedural:SEED``):
 
-* ``golden``: the coder rewarded by the GT tests (no tester);
-* ``self-play``: one model plays both roles;
-* ``code-a1``: two models, the coder and the tester trained against each other;
+* ``code-a1``: two models, the coder and the tester trained against each other, after the
+  preset's supervised warm start of both;
+* ``golden``: the coder rewarded by the GT tests (no tester), started from the Code-A1 run's
+  warm-started coder (``Trainer(init_from=.../code-a1__seedS/checkpoints/step_0)``: the same
+  weights golden's own warm start would train, computed once, and a paired comparison);
+* ``self-play``: one model plays both roles, with its own interleaved one-model warm start;
 * ``base``: the Code-A1 run's warm-started models before RL (its ``step_0`` checkpoint).
 
 All four rows are then evaluated with ``agents.evaluate`` on held-out problems of
 ``procedural-test:0`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
-discrimination, CURE's accuracy/p01/p00, best-of-N), and the script writes, under ``--out``:
-``table.md`` (mean ± sample std over seeds, the paper's layout), ``results.json`` (every seed),
-``comparison.png`` (bars with std error bars) and each run's ``report/`` (``codea1 report``).
+discrimination, CURE's accuracy/p01/p00, best-of-N). ``--jobs J`` runs J runs at a time in worker
+processes (one torch thread each; golden waits for its seed's Code-A1 warm start, a seed's
+evaluation for its three runs). Under ``--out`` the script writes:
 
-Full run (not for CI), with the preset's own warm start (600 coder steps, 400 tester steps) and 60
-RL steps per run; a shorter warm start leaves the base coder too weak to compare anything (200
-steps: pass@1 near 0 for every row). Measured time is in the README::
+* ``table.md``: the rows (mean ± sample std over seeds, the paper's layout), then the paired
+  differences over seeds with 95% percentile-bootstrap intervals (10,000 resamples of the seeds):
+  Code-A1 − golden and Code-A1 − base on pass@1; Code-A1 − self-play and Code-A1 − base on
+  validity@5, mut@5 and discrimination; then the self-collusion table (first vs last 10 steps);
+* ``results.json``: ``per_seed`` (every row of every seed), ``paired_differences``,
+  ``self_collusion`` (per mode and seed, the per-step rates), ``timings`` and ``estimate``;
+* ``comparison.png`` (bars with std error bars), ``collusion.png`` (the monitor's trivial-test
+  rate and the always-pass rate per training step, self-play vs Code-A1, mean over seeds with a
+  min-max band), ``timings.json`` and each run's ``report/`` (``codea1 report``).
 
-    PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 2 --out runs/paper_table
+Self-collusion is measured from each run's ``metrics.jsonl``: the trivial-test rate is the
+monitor's ``(monitor/trivial_constant + monitor/trivial_tautology + monitor/trivial_filtered) /
+monitor/tests`` (tests of a suite that all expect one value, ``f(x) == f(x)`` tautologies, and
+tests the quality filter removed); the always-pass rate is ``1 - tester/valid_failure_rate``, the
+share of the kept valid tests that the code under test passes (undefined at a step without valid
+tests; within a step, a problem without kept valid tests counts as 0 failures, so the rate leans
+towards 1 when validity is low).
 
-Smoke run (1 seed, a few steps, a few minutes)::
+Full run (not for CI): 5 seeds, the preset's own warm start (600 coder steps, 400 tester steps),
+60 RL steps per run, two runs at a time. A shorter warm start leaves the base coder too weak to
+compare anything (200 steps: pass@1 near 0 for every row)::
 
-    PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 --steps 2 --sft-steps 20 \\
-        --eval-problems 8 --samples 2 --out /tmp/paper_table_smoke
+    PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 2 3 4 --jobs 2 \\
+        --out runs/paper_table
+
+Estimated time: about 55-75 minutes on 2 otherwise idle cores. The README's 3-seed run, one run
+at a time with three warm starts per seed, took 69 minutes (23 per seed); without golden's warm
+start a seed is about 21 minutes of one core (Code-A1 and self-play about 7.5 each, golden's RL
+under a minute, the evaluation the rest), 5 seeds about 106, and two processes of one thread
+each take about half of that plus what the sandbox workers and the two processes take from each
+other. On a loaded machine it is longer: a measured short run (2 seeds at --jobs 2, 100+100
+warm-start and 6 RL steps, with two other training processes on the 2 cores, load average 5)
+took 0.6-0.8 s per coder and 1.5-1.9 s per tester warm-start step and 2.6-7.2 s per Code-A1 or
+self-play RL step (golden 0.9-1.4 s), which the script extrapolates to 126 minutes for the full
+run. The script prints its own estimate at the end, from the per-run times it measured (see
+:func:`estimate`).
+
+Smoke run (2 seeds, a few steps, a few minutes)::
+
+    PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 --jobs 2 --steps 2 \\
+        --sft-steps 20 --eval-problems 4 --samples 2 --out /tmp/paper_table_smoke
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
 import json
+import math
 import statistics
 import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 MODES = ("golden", "self-play", "code-a1")
 ROWS = ("base", "golden", "self-play", "code-a1")
 SHOWN = ("pass@1", "avg@{n}", "validity@5", "mut@5", "discrimination", "best_of_8")
+TESTER_METRICS = ("validity@5", "mut@5", "discrimination")
+PAIRS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("code-a1", "golden", ("pass@1",)),
+    ("code-a1", "base", ("pass@1",)),
+    ("code-a1", "self-play", TESTER_METRICS),
+    ("code-a1", "base", TESTER_METRICS),
+)
+"""(row, baseline, metrics): the paired differences ``row - baseline`` over seeds."""
+COLLUSION_MODES = ("self-play", "code-a1")
+COLLUSION_SIGNALS = ("trivial_rate", "always_pass_rate")
+WINDOW = 10
+"""Training steps averaged at the start and at the end of a run in the self-collusion table."""
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+PRESET_FULL = {"steps": 60, "coder": 600, "tester": 400, "coder+tester": 1000}
+"""The ``tiny`` preset's RL steps and warm-start steps per warm-start role (``warm_start.json``'s
+``sft/ROLE_seconds``; ``coder+tester`` is self-play's interleaved one)."""
 
 
-def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> Path:
-    """Train one run (skipped when its summary.json exists) and return its run directory."""
+# --------------------------------------------------------------------------------------------
+# statistics
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = BOOTSTRAP_SEED,
+) -> dict[str, float]:
+    """Mean of ``values`` with a percentile-bootstrap confidence interval.
+
+    Resamples the values with replacement ``resamples`` times (NumPy, fixed ``seed``) and takes
+    the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the resampled means.
+
+    Args:
+        values: One number per seed (for a paired comparison, the per-seed differences).
+        resamples: Bootstrap resamples.
+        confidence: Coverage of the interval.
+        seed: Seed of the resampling generator.
+
+    Returns:
+        ``{"mean", "low", "high", "n"}``.
+
+    Raises:
+        ValueError: ``values`` is empty.
+
+    """
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        raise ValueError("bootstrap_mean_ci needs at least one value")
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    mean = float(data.mean())
+    # a constant sample's resampled means equal its mean up to rounding: keep low <= mean <= high
+    return {
+        "mean": mean,
+        "low": min(float(low), mean),
+        "high": max(float(high), mean),
+        "n": int(data.size),
+    }
+
+
+def _metric(row: Mapping[str, Any], key: str) -> float | None:
+    section = "code" if key.startswith(("pass@", "avg@")) else "tests"
+    value = (row.get(section) or {}).get(key)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def paired_differences(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """The :data:`PAIRS` differences over the seeds where both rows have the metric.
+
+    Args:
+        per_seed: The evaluation rows of each seed (``name`` and ``code``/``tests`` metrics).
+
+    Returns:
+        One dict per (row, baseline, metric): ``row``, ``baseline``, ``metric``, ``seeds`` (the
+        seeds used), ``differences`` (per seed) and :func:`bootstrap_mean_ci`'s ``mean``, ``low``,
+        ``high`` and ``n`` (absent, with ``n`` 0, when no seed has both).
+
+    """
+    out: list[dict[str, Any]] = []
+    for name, baseline, metrics in PAIRS:
+        for key in metrics:
+            seeds, diffs = [], []
+            for seed, rows in per_seed.items():
+                by_name = {row["name"]: row for row in rows}
+                if name not in by_name or baseline not in by_name:
+                    continue
+                a, b = _metric(by_name[name], key), _metric(by_name[baseline], key)
+                if a is not None and b is not None:
+                    seeds.append(seed)
+                    diffs.append(a - b)
+            entry: dict[str, Any] = {"row": name, "baseline": baseline, "metric": key}
+            entry.update({"seeds": seeds, "differences": diffs})
+            entry.update(bootstrap_mean_ci(diffs) if diffs else {"n": 0})
+            out.append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# self-collusion, from the training logs
+
+
+def collusion_rates(metrics_file: Path) -> dict[str, list[float]]:
+    """Per training step, the trivial-test and always-pass rates of one run.
+
+    Args:
+        metrics_file: The run's ``metrics.jsonl``.
+
+    Returns:
+        ``{"step": [...], "trivial_rate": [...], "always_pass_rate": [...]}`` over the steps that
+        logged tester metrics (NaN where a step had no tests, or for the always-pass rate no
+        valid test). See the module docstring.
+
+    """
+    out: dict[str, list[float]] = {"step": [], "trivial_rate": [], "always_pass_rate": []}
+    if not metrics_file.is_file():
+        return out
+    for line in metrics_file.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "step" not in row or "tester/valid_failure_rate" not in row:
+            continue
+        tests = float(row.get("monitor/tests", 0.0))
+        trivial = sum(
+            float(row.get(f"monitor/{k}", 0.0))
+            for k in ("trivial_constant", "trivial_tautology", "trivial_filtered")
+        )
+        out["step"].append(float(row["step"]))
+        out["trivial_rate"].append(trivial / tests if tests > 0 else math.nan)
+        no_valid = float(row.get("tester/valid_share", 1.0)) <= 0.0
+        failing = float(row["tester/valid_failure_rate"])
+        out["always_pass_rate"].append(math.nan if no_valid else 1.0 - failing)
+    return out
+
+
+def _nanmean(values: Sequence[float]) -> float | None:
+    finite = [v for v in values if not math.isnan(v)]
+    return statistics.fmean(finite) if finite else None
+
+
+def collusion_summary(
+    curves: Mapping[str, Mapping[int, Mapping[str, list[float]]]], window: int = WINDOW
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Mean over seeds of each signal's first-``window`` and last-``window`` step means.
+
+    Args:
+        curves: ``{mode: {seed: collusion_rates(...)}}``.
+        window: Steps at each end of a run.
+
+    Returns:
+        ``{mode: {signal: {"first", "last", "seeds"}}}`` (``first``/``last`` None without data).
+
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for mode, by_seed in curves.items():
+        out[mode] = {}
+        for signal in COLLUSION_SIGNALS:
+            firsts, lasts = [], []
+            for rates in by_seed.values():
+                values = rates.get(signal, [])
+                if (first := _nanmean(values[:window])) is not None:
+                    firsts.append(first)
+                if (last := _nanmean(values[-window:])) is not None:
+                    lasts.append(last)
+            out[mode][signal] = {
+                "first": statistics.fmean(firsts) if firsts else None,
+                "last": statistics.fmean(lasts) if lasts else None,
+                "seeds": len(lasts),
+            }
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the runs (worker-process entry points: top-level functions of picklable arguments)
+
+
+def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Train one run (skipped when its summary.json exists) and write its report.
+
+    ``golden`` starts from the seed's ``code-a1`` warm start (its ``checkpoints/step_0``), which
+    must exist.
+
+    Args:
+        mode: ``golden``, ``self-play`` or ``code-a1``.
+        seed: The run's seed (and its training problems, ``procedural:SEED``).
+        out: The comparison's output directory (the run goes to ``out/MODE__seedSEED``).
+        args: The command line (``steps``, ``sft_steps``).
+
+    Returns:
+        Timings: ``kind`` (the mode), ``seed``, ``seconds`` (0 when skipped), ``warm_seconds``,
+        ``rl_seconds`` (the RL steps' ``charts/step_seconds``), ``other_seconds`` (building,
+        checkpoints, the report), ``steps``, ``warm`` (per warm-start role, its ``seconds`` and
+        ``steps``; empty when the run started from Code-A1's) and ``skipped``.
+
+    """
     from agents.config import from_preset
+    from agents.report import write_report
     from agents.trainer import Trainer
 
     run_dir = out / f"{mode}__seed{seed}"
+    timing: dict[str, Any] = {"kind": mode, "seed": seed, "seconds": 0.0, "skipped": False}
     if (run_dir / "summary.json").is_file():
         print(f"[{mode} seed {seed}] already trained: {run_dir}", flush=True)
-        return run_dir
+        timing["skipped"] = True
+        return timing
     overrides: dict[str, Any] = {
         "mode": mode,
         "seed": seed,
@@ -57,6 +298,7 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> Path
         "eval_before_after": False,
         "progress_bar": False,
         "tensorboard": False,
+        "num_threads": 1,
         # keep step_0 (the base row) and the final checkpoint only
         "checkpoint_every": 10**6,
         "keep_checkpoints": 2,
@@ -67,17 +309,69 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> Path
         overrides["sft_steps"] = args.sft_steps
         overrides["sft_tester_steps"] = args.sft_steps
     config = from_preset("tiny", **overrides)
+    init_from = (
+        out / f"code-a1__seed{seed}" / "checkpoints" / "step_0" if mode == "golden" else None
+    )
     started = time.perf_counter()
-    Trainer(config, log=lambda line: print(f"[{mode} seed {seed}] {line}", flush=True)).train()
+    Trainer(
+        config,
+        log=lambda line: print(f"[{mode} seed {seed}] {line}", flush=True),
+        init_from=init_from,
+    ).train()
     print(f"[{mode} seed {seed}] trained in {time.perf_counter() - started:.0f} s", flush=True)
-    return run_dir
+    write_report(run_dir, duels=0)
+    seconds = time.perf_counter() - started
+    warm_file = run_dir / "warm_start.json"  # absent without warm-start steps
+    warm = json.loads(warm_file.read_text()) if warm_file.is_file() else {}
+    role_steps = {
+        "coder": config.sft_steps,
+        "tester": config.tester_sft_steps,
+        "coder+tester": config.sft_steps + config.tester_sft_steps,
+    }
+    roles = {
+        role: {"seconds": float(warm[f"sft/{role}_seconds"]), "steps": steps}
+        for role, steps in role_steps.items()
+        if f"sft/{role}_seconds" in warm
+    }
+    warm_seconds = sum(r["seconds"] for r in roles.values())
+    rows = [
+        json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line
+    ]
+    rl_seconds = sum(float(r.get("charts/step_seconds", 0.0)) for r in rows)
+    timing.update(
+        {
+            "seconds": seconds,
+            "warm_seconds": warm_seconds,
+            "rl_seconds": rl_seconds,
+            "other_seconds": max(0.0, seconds - warm_seconds - rl_seconds),
+            "steps": config.steps,
+            "warm": roles,
+        }
+    )
+    return timing
 
 
-def evaluate_seed(runs: dict[str, Path], seed: int, args: argparse.Namespace) -> list[dict]:
-    """Evaluate the four rows of one seed on the held-out problems."""
+def evaluate_seed(seed: int, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Evaluate the four rows of one seed on the held-out problems.
+
+    Args:
+        seed: The seed whose runs (``out/MODE__seedSEED``) are evaluated.
+        out: The comparison's output directory.
+        args: The command line (``eval_problems``, ``samples``).
+
+    Returns:
+        ``{"kind": "eval", "seed", "seconds", "problems", "samples", "rows"}`` (``rows``: one
+        :func:`agents.evaluate.evaluate_policies` row per row of the table).
+
+    """
+    import torch
+
     from agents.evaluate import EvalSettings, evaluate_policies, select_problems
     from codea1_env.problems import ProceduralSource
 
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    runs = {mode: out / f"{mode}__seed{seed}" for mode in MODES}
     problems = select_problems(ProceduralSource(seed=0, split="test"), args.eval_problems)
     specs = [f"base=checkpoint:{runs['code-a1'] / 'checkpoints' / 'step_0'}"]
     specs += [f"{mode}=checkpoint:{runs[mode]}" for mode in MODES]
@@ -91,14 +385,181 @@ def evaluate_seed(runs: dict[str, Path], seed: int, args: argparse.Namespace) ->
         n_candidates=8,
         max_mutants=64,
     )
-    return evaluate_policies(specs, problems, settings, progress=print)
+    rows = evaluate_policies(
+        specs, problems, settings, progress=lambda line: print(f"[eval seed {seed}] {line}")
+    )
+    return {
+        "kind": "eval",
+        "seed": seed,
+        "seconds": time.perf_counter() - started,
+        "problems": len(problems),
+        "samples": args.samples,
+        "rows": rows,
+    }
 
 
-def write_outputs(out: Path, per_seed: dict[int, list[dict]], samples: int) -> str:
-    """Write table.md, results.json and comparison.png; return the table."""
+# --------------------------------------------------------------------------------------------
+# scheduling
+
+ORDER = {"code-a1": 0, "golden": 1, "self-play": 2, "eval": 3}
+"""Priority within a seed: Code-A1 first (golden waits for its warm start), evaluation last."""
+DEPENDS = {"code-a1": (), "self-play": (), "golden": ("code-a1",), "eval": MODES}
+
+
+def schedule(
+    seeds: Sequence[int],
+    jobs: int,
+    start: Callable[[str, int], Future[dict[str, Any]]] | None = None,
+    durations: Mapping[str, float] | None = None,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> float:
+    """Run (or simulate) every seed's tasks, ``jobs`` at a time, in dependency order.
+
+    The tasks of a seed are ``code-a1``, ``self-play``, ``golden`` (after ``code-a1``) and
+    ``eval`` (after the three runs). When a slot frees, the ready task of the lowest
+    ``(seed, ORDER)`` starts.
+
+    Args:
+        seeds: The seeds.
+        jobs: Tasks at a time.
+        start: Starts a task (kind, seed) and returns its future (real runs).
+        durations: Instead of ``start``, simulate with these seconds per kind.
+        on_done: Called, in this thread, with each finished task's result (real runs).
+
+    Returns:
+        The wall-clock seconds (measured, or simulated with ``durations``).
+
+    """
+    if (start is None) == (durations is None):
+        raise ValueError("schedule: give exactly one of start and durations")
+    started = time.perf_counter()
+    done: set[tuple[str, int]] = set()
+    pending = [(seed, ORDER[kind], kind) for seed in seeds for kind in ORDER]
+    running: dict[Any, tuple[str, int]] = {}
+    clock = 0.0
+    simulated: list[tuple[float, int, str, int]] = []  # (finish time, tie, kind, seed)
+
+    def ready() -> list[tuple[int, int, str]]:
+        return [t for t in pending if all((dep, t[0]) in done for dep in DEPENDS[t[2]])]
+
+    while pending or running or simulated:
+        for task in sorted(ready())[: max(0, jobs - len(running) - len(simulated))]:
+            pending.remove(task)
+            seed, _, kind = task
+            if durations is not None:
+                heapq.heappush(simulated, (clock + durations[kind], len(done), kind, seed))
+            else:
+                assert start is not None
+                running[start(kind, seed)] = (kind, seed)
+        if durations is not None:
+            if not simulated:
+                raise RuntimeError("schedule: a task waits on one that never runs")
+            clock, _, kind, seed = heapq.heappop(simulated)
+            done.add((kind, seed))
+            continue
+        if not running:
+            raise RuntimeError("schedule: a task waits on one that never runs")
+        finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+        for future in finished:
+            result = future.result()  # a failed run stops the comparison
+            done.add(running.pop(future))
+            if on_done is not None:
+                on_done(result)
+    return clock if durations is not None else time.perf_counter() - started
+
+
+class _Inline:
+    """The executor of ``--jobs 1``: runs each task at submission, in this process."""
+
+    def submit(self, fn: Callable[..., dict[str, Any]], *args: Any) -> Future[dict[str, Any]]:
+        future: Future[dict[str, Any]] = Future()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as error:  # surfaced by schedule's future.result()
+            future.set_exception(error)
+        return future
+
+    def shutdown(self, cancel_futures: bool = False) -> None:
+        """Nothing to stop."""
+
+
+def estimate(timings: Sequence[Mapping[str, Any]], seeds: int, jobs: int) -> dict[str, Any]:
+    """Wall time of a comparison, from the per-run times measured in this one.
+
+    Two estimates, each a simulation of :func:`schedule` with the mean measured seconds per kind:
+    ``this_config`` (this command's settings for ``seeds`` seeds) and ``full`` (the preset's
+    warm start and RL steps, 48 held-out problems with 4 samples: each run's fixed seconds kept,
+    its warm-start and RL seconds scaled linearly by steps, each evaluation's seconds by problems
+    times samples; an extrapolation only as good as a short run's per-step times are for a long
+    one, and only for a machine as busy as this one was).
+
+    Args:
+        timings: The tasks' timing dicts (skipped runs are left out).
+        seeds: Seeds of the estimated comparison.
+        jobs: Tasks at a time.
+
+    Returns:
+        ``{"seeds", "jobs", "per_kind_seconds", "this_config_seconds", "full_per_kind_seconds",
+        "full_seconds"}`` (empty dicts and None where nothing was measured).
+
+    """
+    measured = [t for t in timings if not t.get("skipped")]
+    per_kind: dict[str, float] = {}
+    full: dict[str, float] = {}
+    for kind in ORDER:
+        rows = [t for t in measured if t["kind"] == kind]
+        if not rows:
+            continue
+        per_kind[kind] = statistics.fmean(float(t["seconds"]) for t in rows)
+        if kind == "eval":
+            scale = (48 * 4) / max(1, rows[0]["problems"] * rows[0]["samples"])
+            full[kind] = per_kind[kind] * scale
+            continue
+        seconds = 0.0
+        for t in rows:
+            seconds += float(t.get("other_seconds", 0.0))
+            seconds += float(t["rl_seconds"]) / max(1, int(t["steps"])) * PRESET_FULL["steps"]
+            for role, part in t.get("warm", {}).items():
+                seconds += part["seconds"] / max(1, part["steps"]) * PRESET_FULL[role]
+        full[kind] = seconds / len(rows)
+    complete = set(per_kind) == set(ORDER)
+    return {
+        "seeds": seeds,
+        "jobs": jobs,
+        "per_kind_seconds": per_kind,
+        "this_config_seconds": (
+            schedule(range(seeds), jobs, durations=per_kind) if complete else None
+        ),
+        "full_per_kind_seconds": full,
+        "full_seconds": schedule(range(seeds), jobs, durations=full) if complete else None,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# outputs
+
+
+def write_outputs(
+    out: Path,
+    per_seed: Mapping[int, Sequence[Mapping[str, Any]]],
+    samples: int,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """Write table.md, results.json, comparison.png and collusion.png; return the table.
+
+    Args:
+        out: The output directory (holding the runs).
+        per_seed: The evaluation rows of each evaluated seed.
+        samples: Samples per problem (the ``avg@n`` column).
+        extra: More top-level entries of results.json (timings, estimate).
+
+    Returns:
+        The mean ± std table (Markdown).
+
+    """
     from agents.evaluate import summarize_seeds
 
-    summary = summarize_seeds(list(per_seed.values()))
+    summary = summarize_seeds([list(rows) for rows in per_seed.values()])
     keys = [k.format(n=samples) for k in SHOWN]
     header = "| row | seeds | " + " | ".join(keys) + " |"
     lines = [header, "|---|---:|" + "---:|" * len(keys)]
@@ -109,18 +570,77 @@ def write_outputs(out: Path, per_seed: dict[int, list[dict]], samples: int) -> s
             cells.append(str(((row.get(section) or {}).get(key)) or "-"))
         lines.append(f"| {row['name']} | {row['seeds']} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
+
+    paired = paired_differences(per_seed)
+    curves = {
+        mode: {
+            seed: collusion_rates(out / f"{mode}__seed{seed}" / "metrics.jsonl")
+            for seed in per_seed
+        }
+        for mode in COLLUSION_MODES
+    }
+    collusion = collusion_summary(curves)
     seeds = ", ".join(str(s) for s in per_seed)
     (out / "table.md").write_text(
         f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
         f"Held-out problems: procedural-test:0. Cells: mean ± sample std over seeds.\n\n"
-        f"{table}\n"
+        f"{table}\n\n"
+        f"## Paired differences over seeds\n\n"
+        f"Per seed the row's metric minus the baseline's, then the mean over seeds with a 95% "
+        f"percentile-bootstrap interval ({BOOTSTRAP_RESAMPLES:,} resamples of the seeds, "
+        f"NumPy seed {BOOTSTRAP_SEED}).\n\n{format_paired(paired)}\n\n"
+        f"## Self-collusion over training\n\n"
+        f"Per-step rates from each run's metrics.jsonl (the reward-hacking monitor's trivial "
+        f"tests over its tests; the always-pass rate, 1 - tester/valid_failure_rate: the share "
+        f"of kept valid tests the code under test passes), mean of the first and last {WINDOW} "
+        f"steps, averaged over seeds. Plot: collusion.png.\n\n{format_collusion(collusion)}\n"
     )
-    (out / "results.json").write_text(json.dumps({str(s): r for s, r in per_seed.items()}))
+    results = {
+        "per_seed": {str(s): list(r) for s, r in per_seed.items()},
+        "paired_differences": paired,
+        "self_collusion": {
+            "summary": collusion,
+            "curves": {m: {str(s): _finite(c) for s, c in by.items()} for m, by in curves.items()},
+        },
+        **(extra or {}),
+    }
+    (out / "results.json").write_text(json.dumps(results))
     _plot(out / "comparison.png", per_seed, keys)
+    _plot_collusion(out / "collusion.png", curves)
     return table
 
 
-def _plot(path: Path, per_seed: dict[int, list[dict]], keys: list[str]) -> None:
+def _finite(curve: Mapping[str, list[float]]) -> dict[str, list[float | None]]:
+    """A curve for JSON: NaN (a step without tests) as null."""
+    return {k: [None if math.isnan(v) else v for v in vs] for k, vs in curve.items()}
+
+
+def format_paired(paired: Sequence[Mapping[str, Any]]) -> str:
+    """The paired differences as a Markdown table: ``difference [95% CI]`` and ``seeds``."""
+    lines = ["| comparison | metric | difference [95% CI] | seeds |", "|---|---|---:|---:|"]
+    for entry in paired:
+        cell = "-"
+        if entry["n"]:
+            cell = f"{entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+        name = f"{entry['row']} − {entry['baseline']}"
+        lines.append(f"| {name} | {entry['metric']} | {cell} | {entry['n']} |")
+    return "\n".join(lines)
+
+
+def format_collusion(summary: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> str:
+    """The self-collusion summary as a Markdown table (first vs last steps, per mode)."""
+    lines = [
+        f"| mode | signal | first {WINDOW} steps | last {WINDOW} steps | seeds |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for mode, signals in summary.items():
+        for signal, cell in signals.items():
+            first, last = ("-" if cell[k] is None else f"{cell[k]:.3f}" for k in ("first", "last"))
+            lines.append(f"| {mode} | {signal} | {first} | {last} | {cell['seeds']} |")
+    return "\n".join(lines)
+
+
+def _plot(path: Path, per_seed: Mapping[int, Sequence[Mapping[str, Any]]], keys: list[str]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -131,12 +651,11 @@ def _plot(path: Path, per_seed: dict[int, list[dict]], keys: list[str]) -> None:
     for r_index, name in enumerate(ROWS):
         means, errors = [], []
         for key in keys:
-            section = "code" if key.startswith(("pass@", "avg@")) else "tests"
             values = [
-                float(v)
+                v
                 for rows in per_seed.values()
                 for row in rows
-                if row["name"] == name and (v := (row.get(section) or {}).get(key)) is not None
+                if row["name"] == name and (v := _metric(row, key)) is not None
             ]
             means.append(statistics.fmean(values) if values else 0.0)
             errors.append(statistics.stdev(values) if len(values) > 1 else 0.0)
@@ -153,9 +672,50 @@ def _plot(path: Path, per_seed: dict[int, list[dict]], keys: list[str]) -> None:
     plt.close(fig)
 
 
+def _plot_collusion(
+    path: Path, curves: Mapping[str, Mapping[int, Mapping[str, list[float]]]]
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(COLLUSION_SIGNALS), figsize=(10, 3.6), dpi=110)
+    titles = {"trivial_rate": "trivial-test rate (monitor)", "always_pass_rate": "always-pass rate"}
+    for ax, signal in zip(axes, COLLUSION_SIGNALS, strict=True):
+        for mode, by_seed in curves.items():
+            series = [c[signal] for c in by_seed.values() if c[signal]]
+            if not series:
+                continue
+            length = min(len(s) for s in series)
+            data = np.array([s[:length] for s in series], dtype=float)
+            steps = np.asarray(next(iter(by_seed.values()))["step"][:length])
+            with warnings.catch_warnings():  # a step without data in every seed: NaN, no line
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(data, axis=0)
+                low, high = np.nanmin(data, axis=0), np.nanmax(data, axis=0)
+            ax.plot(steps, mean, label=f"{mode} (mean of {len(series)})")
+            ax.fill_between(steps, low, high, alpha=0.2)
+        ax.set_title(titles[signal], fontsize=10)
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Self-collusion signals over training (band: min-max over seeds)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------------------------
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    """Train, evaluate and write the comparison (see the module docstring)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--steps", type=int, default=None, help="RL steps (preset: 60)")
     parser.add_argument(
         "--sft-steps",
@@ -165,24 +725,60 @@ def main() -> None:
     )
     parser.add_argument("--eval-problems", type=int, default=48, help="held-out problems")
     parser.add_argument("--samples", type=int, default=4, help="samples per problem")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (processes)")
     parser.add_argument("--out", default="runs/paper_table")
     args = parser.parse_args()
-
-    from agents.report import write_report
+    if args.jobs < 1:
+        parser.error("--jobs must be >= 1")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
     per_seed: dict[int, list[dict]] = {}
-    for seed in args.seeds:
-        runs = {mode: train_row(mode, seed, out, args) for mode in MODES}
-        for run_dir in runs.values():
-            write_report(run_dir, duels=0)
-        per_seed[seed] = evaluate_seed(runs, seed, args)
-        write_outputs(out, per_seed, args.samples)  # after every seed: partial results survive
-    table = write_outputs(out, per_seed, args.samples)
+    timings: list[dict[str, Any]] = []
+    executor: Any = (
+        ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn"))
+        if args.jobs > 1
+        else _Inline()
+    )
+
+    def collect(result: dict[str, Any]) -> None:
+        result = dict(result)
+        rows = result.pop("rows", None)
+        timings.append(result)
+        (out / "timings.json").write_text(json.dumps(timings, indent=2))
+        if rows is not None:  # after every seed: partial results survive
+            per_seed[result["seed"]] = rows
+            write_outputs(out, dict(sorted(per_seed.items())), args.samples, {"timings": timings})
+
+    def start(kind: str, seed: int) -> Future[dict[str, Any]]:
+        if kind == "eval":
+            return executor.submit(evaluate_seed, seed, out, args)
+        return executor.submit(train_row, kind, seed, out, args)
+
+    try:
+        wall = schedule(args.seeds, args.jobs, start=start, on_done=collect)
+    finally:  # after a failed run: the queued ones do not start
+        executor.shutdown(cancel_futures=True)
+    guess = estimate(timings, 5, args.jobs)
+    table = write_outputs(
+        out, dict(sorted(per_seed.items())), args.samples, {"timings": timings, "estimate": guess}
+    )
     print(table)
-    print(f"total {time.perf_counter() - started:.0f} s; wrote {out}/table.md, comparison.png")
+    print(format_paired(paired_differences(per_seed)))
+    for t in sorted(timings, key=lambda t: (t["seed"], ORDER[t["kind"]])):
+        extra = " (already trained)" if t.get("skipped") else ""
+        if t["kind"] != "eval" and not t.get("skipped"):
+            extra = f" (warm start {t['warm_seconds']:.0f} s, {t['steps']} RL steps "
+            extra += f"{t['rl_seconds']:.0f} s)"
+        print(f"[timing] {t['kind']} seed {t['seed']}: {t['seconds']:.0f} s{extra}")
+    if guess["this_config_seconds"] is not None:
+        print(
+            f"estimate, 5 seeds at --jobs {args.jobs}: {guess['this_config_seconds'] / 60:.1f} min "
+            f"with these settings; {guess['full_seconds'] / 60:.1f} min with the preset's "
+            f"(600+400 warm-start and 60 RL steps, 48 problems x 4 samples; per-step times of "
+            f"this run extrapolated)"
+        )
+    print(f"total {wall:.0f} s; wrote {out}/table.md, results.json, comparison.png, collusion.png")
 
 
 if __name__ == "__main__":

@@ -55,3 +55,39 @@ def test_duel_cli_prints_a_table_and_json(tmp_path):
     assert {"task_id", "candidate", "coder_reward", "tester_reward"} <= set(rows[0])
     gt_rows = [r for r in rows if r["candidate"] == "gt"]
     assert all(r["gt_pass_rate"] == 1.0 for r in gt_rows)
+
+
+@pytest.mark.slow
+def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:
+    out_dir = tmp_path / "paper_table"
+    # two seeds at a time (worker processes), 1 RL step, a tiny warm start, two problems
+    out = run(
+        "examples/reproduce_paper_table.py",
+        *("--seeds", "0", "1", "--jobs", "2", "--steps", "1", "--sft-steps", "4"),
+        *("--eval-problems", "2", "--samples", "1", "--out", str(out_dir)),
+        timeout=900,
+    )
+    assert "estimate, 5 seeds at --jobs 2" in out
+    names = ("table.md", "results.json", "comparison.png", "collusion.png", "timings.json")
+    for name in names:
+        assert (out_dir / name).is_file(), name
+    table = (out_dir / "table.md").read_text()
+    assert "difference [95% CI]" in table and "Self-collusion" in table
+    results = json.loads((out_dir / "results.json").read_text())
+    assert set(results["per_seed"]) == {"0", "1"}
+    assert {"paired_differences", "self_collusion", "timings", "estimate"} <= set(results)
+    pairs = {(p["row"], p["baseline"], p["metric"]) for p in results["paired_differences"]}
+    assert ("code-a1", "golden", "pass@1") in pairs
+    assert ("code-a1", "self-play", "discrimination") in pairs
+    for entry in results["paired_differences"]:
+        if entry["n"]:
+            assert entry["low"] <= entry["mean"] <= entry["high"], entry
+    collusion = results["self_collusion"]["summary"]
+    assert set(collusion) == {"self-play", "code-a1"}
+    assert {"first", "last", "seeds"} <= set(collusion["code-a1"]["trivial_rate"])
+    curves = results["self_collusion"]["curves"]
+    assert curves["code-a1"]["1"]["step"] == [1.0] and curves["self-play"]["0"]["step"] == [1.0]
+    # golden started from code-a1's warm start instead of running its own
+    warm = json.loads((out_dir / "golden__seed0" / "warm_start.json").read_text())
+    assert warm == {"init/from_step": 0.0}
+    assert results["estimate"]["full_seconds"] > 0
