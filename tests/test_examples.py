@@ -12,14 +12,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*args: str, timeout: float = 300) -> str:
+def run(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
         [sys.executable, *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT), **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
@@ -66,6 +66,7 @@ def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:
         *("--seeds", "0", "1", "--jobs", "2", "--steps", "1", "--sft-steps", "4"),
         *("--eval-problems", "2", "--samples", "1", "--out", str(out_dir)),
         timeout=900,
+        env={"MPLCONFIGDIR": str(tmp_path / "mpl")},  # not the repo's HOME
     )
     assert "estimate, 5 seeds at --jobs 2" in out
     names = ("table.md", "results.json", "comparison.png", "collusion.png", "timings.json")
