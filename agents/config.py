@@ -285,7 +285,7 @@ class TrainConfig:
 
     def stability_options(self) -> Any:
         """The env-side stability options as :class:`codea1_env.stability.StabilityOptions`."""
-        from codea1_env.curriculum import CurriculumSchedule
+        from codea1_env.problems.curriculum import CurriculumSchedule
         from codea1_env.stability import StabilityOptions
 
         return StabilityOptions(
@@ -306,8 +306,8 @@ class TrainConfig:
         )
 
     def reward_config(self) -> Any:
-        """The referee's reward settings as :class:`codea1_env.rewards.RewardConfig`."""
-        from codea1_env.rewards import RewardConfig
+        """The referee's reward settings as :class:`codea1_env.scoring.rewards.RewardConfig`."""
+        from codea1_env.scoring.rewards import RewardConfig
 
         return RewardConfig(
             alpha=self.alpha,

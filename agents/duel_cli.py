@@ -55,8 +55,13 @@ def play(
     """Play ``episodes`` scripted duels and return one row per duel."""
     from tqdm import tqdm
 
-    from codea1_env.scripted import BoundaryTester, MutantCoder, RandomTester, TrivialTester
-    from codea1_env.vector import CodeTestDuelVectorEnv
+    from codea1_env.baselines.scripted import (
+        BoundaryTester,
+        MutantCoder,
+        RandomTester,
+        TrivialTester,
+    )
+    from codea1_env.envs.vector import CodeTestDuelVectorEnv
 
     if episodes < 1 or batch < 1:
         raise ValueError("--episodes and --batch must be >= 1")

@@ -5,10 +5,10 @@ result per policy with:
 
 * **code metrics**: pass@k (unbiased estimator) for each requested k, avg@n (Code-A1's avg@k
   with n = the number of samples), and per-problem sample outcomes. Each answer is played as the
-  env plays the coder's move (a :class:`~codea1_env.duel.Duel`) and scored by the
-  :class:`~codea1_env.referee.Referee` through :func:`codea1_env.duel.judge_grid`
+  env plays the coder's move (a :class:`~codea1_env.game.duel.Duel`) and scored by the
+  :class:`~codea1_env.scoring.referee.Referee` through :func:`codea1_env.game.duel.judge_grid`
   (``gt_pass_rates``, ``update_book=False``); a sample is correct when it passes every GT test.
-  Every policy reads the env's observations (:func:`codea1_env.spaces.observe`).
+  Every policy reads the env's observations (:func:`codea1_env.game.spaces.observe`).
 * **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
   mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
   :class:`~codea1_env.evaluation.SuiteEvaluator`, and next to them the training numbers of the
@@ -20,8 +20,8 @@ result per policy with:
   (:mod:`codea1_env.evaluation.fidelity`, over the candidate pool below); its suites are run on the
   GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
   pool for every policy so that testers are compared on the same codes).
-* **monitor**: :mod:`codea1_env.monitor` counts over the coder's programs (static scan and the
-  sandbox runs, captured by a recording wrapper around the sandbox) and the tester's suites.
+* **monitor**: :mod:`codea1_env.scoring.monitor` counts over the coder's programs (static scan and
+  the sandbox runs, captured by a recording wrapper around the sandbox) and the tester's suites.
 
 Policy specs (``NAME=SPEC`` sets the row name; the default name is the spec):
 
@@ -50,17 +50,17 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.duel import Duel, Role, answer_for, judge_grid
-from codea1_env.env import duel_info
+from codea1_env.envs.duel_env import duel_info
 from codea1_env.evaluation import coverage
 from codea1_env.evaluation import fidelity as fidelity_module
 from codea1_env.evaluation import metrics as measures
 from codea1_env.evaluation.suite_eval import ProblemEvaluation, SuiteEvaluator
-from codea1_env.monitor import MonitorCounts, scan_programs, scan_suite
+from codea1_env.game.duel import Duel, Role, answer_for, judge_grid
+from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Sandbox
-from codea1_env.spaces import observe
-from codea1_env.testcases import parse_tests
+from codea1_env.scoring.monitor import MonitorCounts, scan_programs, scan_suite
+from codea1_env.scoring.testcases import parse_tests
 
 __all__ = [
     "EvalSettings",
@@ -217,7 +217,7 @@ def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPo
 def _scripted(
     name: str, spec: str, arg: str, sandbox: Sandbox, settings: EvalSettings
 ) -> LoadedPolicy:
-    from codea1_env import scripted
+    from codea1_env.baselines import scripted
 
     which, _, param = arg.partition(":")
     seed = settings.seed
@@ -408,8 +408,8 @@ def evaluate_policies(
         ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows.
 
     """
-    from codea1_env.referee import Referee
-    from codea1_env.rewards import RewardConfig
+    from codea1_env.scoring.referee import Referee
+    from codea1_env.scoring.rewards import RewardConfig
 
     settings = settings or EvalSettings()
     say = progress or (lambda _line: None)

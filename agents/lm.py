@@ -4,7 +4,7 @@ A :class:`LanguageModel` turns a batch of prompt strings into a batch of :class:
 values (text plus the token ids and log-probabilities a trainer needs). A :class:`Policy` turns a
 batch of environment observations into a batch of action texts; scripted baselines and the LM role
 policies of :mod:`agents.policy` both follow it; it is defined once, in
-:mod:`codea1_env.scripted`, and re-exported here. This module imports neither torch nor
+:mod:`codea1_env.baselines.scripted`, and re-exported here. This module imports neither torch nor
 transformers.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from codea1_env.scripted import Policy
+from codea1_env.baselines.scripted import Policy
 
 __all__ = ["FinishReason", "Generation", "LanguageModel", "Policy", "SamplingParams"]
 

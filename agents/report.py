@@ -324,11 +324,11 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
 
     """
     from agents.evaluate import EvalSettings, load_policy
-    from codea1_env.duel import Duel, Role, judge_grid
-    from codea1_env.env import duel_info
+    from codea1_env.envs.duel_env import duel_info
+    from codea1_env.game.duel import Duel, Role, judge_grid
+    from codea1_env.game.spaces import observe
     from codea1_env.problems import ProceduralSource, load_source
-    from codea1_env.referee import Referee
-    from codea1_env.spaces import observe
+    from codea1_env.scoring.referee import Referee
 
     root = Path(run_dir)
     config = _read_json(root / "config.json")

@@ -5,15 +5,15 @@ logging, resume), supervised warm start, evaluation before RL, the RL loop, eval
 the summary. One RL step (:meth:`Trainer.step`):
 
 1. **Problems**: ``problems_per_step`` problems from the training source (a seeded sampler whose
-   state is checkpointed), drawn through the env's :class:`~codea1_env.builders.ProblemPicker`
+   state is checkpointed), drawn through the env's :class:`~codea1_env.game.host.ProblemPicker`
    (the ``hard_only`` filter and the curriculum, fed with every code's GT pass rate).
 2. **Coder rollouts**: ``n_codes`` codes per problem at ``temperature``, each one
-   :class:`~codea1_env.duel.Duel` played as the env plays it (move checks, code extraction,
-   ``anonymize_code``); every observation is :func:`codea1_env.spaces.observe`'s.
+   :class:`~codea1_env.game.duel.Duel` played as the env plays it (move checks, code extraction,
+   ``anonymize_code``); every observation is :func:`codea1_env.game.spaces.observe`'s.
 3. **Tester rollouts**: ``n_suites`` test suites per code, each written against that code
    (white-box: the duel's shown program), in ``code-a1`` and ``self-play`` modes.
 4. **Judging**: the whole ``problems x codes x suites`` grid of duels in one
-   :func:`codea1_env.duel.judge_grid` call (one batched referee and sandbox call), which also
+   :func:`codea1_env.game.duel.judge_grid` call (one batched referee and sandbox call), which also
    updates the mistake book. The trainer never computes a reward itself.
 5. **Advantages**: GRPO, per group mean/std. The coder's group is a problem's codes; the tester's
    group follows ``tester_group``: ``update_n`` (the paper) takes, per problem, only the code
@@ -72,11 +72,11 @@ from agents.sft import SupervisedExample, supervised_warm_start
 from agents.trainer_eval import evaluate, format_summary
 from agents.trainer_player import Player, build_player, resolve_device
 from agents.trainer_roles import RolePolicies
-from codea1_env.builders import DuelHost
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, judge_grid
-from codea1_env.env import duel_info
+from codea1_env.envs.duel_env import duel_info
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, judge_grid
+from codea1_env.game.host import DuelHost
+from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
-from codea1_env.spaces import observe
 
 __all__ = [
     "TrainResult",
@@ -136,14 +136,14 @@ def resolve_run_dir(config: TrainConfig) -> Path:
 
 
 def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
-    """The run's :class:`~codea1_env.referee.Referee`: its rewards, limits, stability and sandbox.
+    """The run's :class:`~codea1_env.scoring.referee.Referee`: rewards, limits, stability, sandbox.
 
     ``config.reward_config()`` (``alpha``, ``k``, ``mode``), ``config.limits()``,
     ``config.stability_options()`` (quality filter, mistake-book bounds and refresh) and the
     ``sandbox`` backend with ``sandbox_workers``; the local sandbox with its default workers is
     started lazily, on the first judgement. The referee owns (and closes) its sandbox.
     """
-    from codea1_env.referee import Referee
+    from codea1_env.scoring.referee import Referee
 
     sandbox = None
     if config.sandbox != "local" or config.sandbox_workers is not None:
@@ -164,7 +164,7 @@ def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
 
 
 def game_host(config: TrainConfig, source: Any, referee: Any) -> DuelHost:
-    """The env's game layer for a run: the :class:`~codea1_env.builders.DuelHost` the views use.
+    """The env's game layer for a run: the views' :class:`~codea1_env.game.host.DuelHost`.
 
     Problems are drawn from ``source`` through its picker (``hard_only`` filter, curriculum),
     the coder's moves are played with the run's ``anonymize_code``, and ``referee`` scores.
@@ -206,14 +206,14 @@ class Trainer:
     Args:
         config: The run's config.
         run_dir: Override of the run directory (else :func:`resolve_run_dir`).
-        referee: A ready :class:`codea1_env.referee.Referee` to use (the trainer then does not
-            own or close it, and the mistake book is the referee's). By default the trainer
+        referee: A ready :class:`codea1_env.scoring.referee.Referee` to use (the trainer then does
+            not own or close it, and the mistake book is the referee's). By default the trainer
             builds one with the local sandbox and ``run_dir/mistake_book.sqlite``.
         train_source: A problem source to train on instead of ``config.problems`` (anything
             with ``sample(rng)``, such as ``ProceduralSource(families=["step"])``, or a list of
             problems). It is drawn from through the env's
-            :class:`~codea1_env.builders.ProblemPicker` (``hard_only``, curriculum), which
-            :attr:`host` (the run's :class:`~codea1_env.builders.DuelHost`) holds.
+            :class:`~codea1_env.game.host.ProblemPicker` (``hard_only``, curriculum), which
+            :attr:`host` (the run's :class:`~codea1_env.game.host.DuelHost`) holds.
         eval_problems: Held-out problems instead of ``config.eval_problems``.
         log: Where progress lines go (default: stderr; ranks other than 0 log nothing).
         distributed: The data-parallel group (default: :func:`agents.distributed.from_environment`,

@@ -4,10 +4,11 @@ The coder answers every held-out problem (``eval_samples`` times, at the evaluat
 with a fixed seed); its score is the pass rate on the problems' GT tests. The tester then writes
 one suite against each of the coder's codes; its scores are the referee's validity reward
 (``R_val``), adversarial reward (``R_adv``) and total reward. The players see what the env shows
-them: each code is a :class:`~codea1_env.duel.Duel` (the coder's move played with
-:meth:`~codea1_env.duel.Duel.play_code`, anonymized with ``anonymize_code``), observed with
-:func:`codea1_env.spaces.observe`. Everything is scored with :func:`codea1_env.duel.judge_grid`
-(one batched referee call) with ``update_book=False`` so evaluation never changes the mistake book.
+them: each code is a :class:`~codea1_env.game.duel.Duel` (the coder's move played with
+:meth:`~codea1_env.game.duel.Duel.play_code`, anonymized with ``anonymize_code``), observed with
+:func:`codea1_env.game.spaces.observe`. Everything is scored with
+:func:`codea1_env.game.duel.judge_grid` (one batched referee call) with ``update_book=False`` so
+evaluation never changes the mistake book.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codea1_env.duel import Duel, judge_grid
-from codea1_env.env import duel_info
+from codea1_env.envs.duel_env import duel_info
+from codea1_env.game.duel import Duel, judge_grid
+from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
-from codea1_env.spaces import observe
 
 __all__ = ["SUMMARY_ROWS", "evaluate", "format_summary"]
 
@@ -54,7 +55,7 @@ def evaluate(
     Args:
         problems: The fixed held-out problems.
         generate: Samples texts for a role (``"coder"`` or ``"tester"``).
-        referee: The run's :class:`codea1_env.referee.Referee`.
+        referee: The run's :class:`codea1_env.scoring.referee.Referee`.
         samples: Codes per problem.
         with_tester: Also evaluate the tester (off in ``golden`` mode).
         anonymize_code: Show the tester the anonymized program (the run's option).

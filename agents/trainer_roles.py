@@ -3,10 +3,10 @@
 The trainer talks to its live models through :class:`agents.transformers_lm.TransformersLM` and
 renders the players' prompts with the editable templates of :mod:`agents.prompts` (the paper's
 instructions for chat models, the compact ones for the tiny CPU models). Every observation comes
-from the env's game layer: a :class:`~codea1_env.duel.Duel` per (problem, code), the coder's move
-played with :meth:`~codea1_env.duel.Duel.play_code` (move checks, code extraction, the
-``anonymize_code`` option) and observed with :func:`codea1_env.spaces.observe` (clipping), so the
-tester reads exactly what ``CodeTestDuel-v0`` would show it for the same answer.
+from the env's game layer: a :class:`~codea1_env.game.duel.Duel` per (problem, code), the coder's
+move played with :meth:`~codea1_env.game.duel.Duel.play_code` (move checks, code extraction, the
+``anonymize_code`` option) and observed with :func:`codea1_env.game.spaces.observe` (clipping), so
+the tester reads exactly what ``CodeTestDuel-v0`` would show it for the same answer.
 
 Warm-start examples use exactly the prompt token ids the rollouts use, and targets in the answer
 format the rollouts produce: with compact prompts (which end in an opened ```` ```python ````
@@ -33,9 +33,9 @@ from agents.prompts import (
 )
 from agents.sft import SupervisedExample
 from agents.trainer_player import Player
-from codea1_env.duel import Duel, answer_for
+from codea1_env.game.duel import Duel, answer_for
+from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
-from codea1_env.spaces import observe
 
 __all__ = ["RolePolicies", "sampling_params", "strip_docstrings"]
 
@@ -255,7 +255,7 @@ class RolePolicies:
         if rng.random() < 0.5:
             return program
         if problem.task_id not in self._mutants:
-            from codea1_env.mutation import generate_mutants
+            from codea1_env.scoring.mutation import generate_mutants
 
             self._mutants[problem.task_id] = [m.source for m in generate_mutants(program)]
             if len(self._mutants) > 4096:

@@ -1,8 +1,8 @@
 """The env's scoring as a TRL ``GRPOTrainer`` reward function (the Golden Tests mode).
 
 TRL users keep their own trainer and get our sandbox and reward: each completion is judged by the
-:class:`codea1_env.referee.Referee` against its problem's GT tests, and its reward is the GT pass
-rate (``RewardConfig(mode="golden")``). All completions of a batch are judged in one batched
+:class:`codea1_env.scoring.referee.Referee` against its problem's GT tests, and its reward is the GT
+pass rate (``RewardConfig(mode="golden")``). All completions of a batch are judged in one batched
 sandbox call.
 
 The dataset needs a ``task_id`` column naming each row's problem (TRL passes every dataset column
@@ -103,8 +103,8 @@ class GoldenTestReward:
         self.answer_prefix = answer_prefix
         self._owns_referee = referee is None
         if referee is None:
-            from codea1_env.referee import Referee
-            from codea1_env.rewards import RewardConfig
+            from codea1_env.scoring.referee import Referee
+            from codea1_env.scoring.rewards import RewardConfig
 
             referee = Referee(reward_config=RewardConfig(mode="golden"))
         self.referee = referee

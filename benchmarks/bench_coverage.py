@@ -37,7 +37,7 @@ from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import Job, JobResult, Limits
 from codea1_env.sandbox.factory import make_sandbox
-from codea1_env.testcases import parse_tests
+from codea1_env.scoring.testcases import parse_tests
 
 LIMITS = Limits(call_timeout_s=2.0, setup_timeout_s=5.0)
 

@@ -19,11 +19,11 @@ import json
 import time
 from typing import Any
 
-from codea1_env.env import CodeTestDuelEnv
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder
+from codea1_env.envs.duel_env import CodeTestDuelEnv
+from codea1_env.envs.vector import CodeTestDuelVectorEnv
 from codea1_env.problems import load_source
 from codea1_env.sandbox.local import LocalSandbox
-from codea1_env.scripted import BoundaryTester, MutantCoder
-from codea1_env.vector import CodeTestDuelVectorEnv
 
 CODES, SUITES = 8, 8
 

@@ -1,10 +1,10 @@
 """Mutation-score evaluation speed: 8 tests against every mutant of every built-in problem.
 
 Each problem's suite is its first 8 GT asserts (valid by construction). All mutants of the GT
-(:func:`codea1_env.mutation.generate_mutants`, every operator) run on the GT inputs plus the suite's
-inputs, in batches of problems, each batch one ``Sandbox.run`` (jobs run in the sandbox's warm
-fork-server workers, not one interpreter per mutant). Prints JSON: problems per second, mutants,
-jobs, the mean mut@8 and the mutant classes.
+(:func:`codea1_env.scoring.mutation.generate_mutants`, every operator) run on the GT inputs plus the
+suite's inputs, in batches of problems, each batch one ``Sandbox.run`` (jobs run in the sandbox's
+warm fork-server workers, not one interpreter per mutant). Prints JSON: problems per second,
+mutants, jobs, the mean mut@8 and the mutant classes.
 
     PYTHONPATH=. python benchmarks/bench_mutation.py [--batch 32] [--workers N] [--source bank]
 """

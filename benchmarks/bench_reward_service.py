@@ -34,9 +34,9 @@ from agents.integrations.openrlhf import parse_request
 from agents.integrations.options import OPPONENTS
 from agents.integrations.reward_service import RewardService, make_server
 from agents.prompts import CODER_PROMPT, PromptTemplate
+from codea1_env.baselines.scripted import MutantCoder
 from codea1_env.problems import load_source
 from codea1_env.sandbox.local import LocalSandbox
-from codea1_env.scripted import MutantCoder
 
 
 def make_bodies(n: int, core: RewardCore, workload: str, seed: int = 0) -> list[bytes]:

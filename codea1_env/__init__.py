@@ -2,8 +2,8 @@
 
 Importing this package registers:
 
-* ``CodeTestDuel-v0``: the two-player env (:class:`~codea1_env.env.CodeTestDuelEnv`), with a
-  natively batched vector form (``gym.make_vec(..., vectorization_mode="vector_entry_point")``);
+* ``CodeTestDuel-v0``: the two-player env (:class:`~codea1_env.envs.duel_env.CodeTestDuelEnv`), with
+  a natively batched vector form (``gym.make_vec(..., vectorization_mode="vector_entry_point")``);
 * ``CodeTestDuel-Coder-v0`` and ``CodeTestDuel-Tester-v0``: one role against a fixed opponent.
 
 The PettingZoo AEC view is :func:`pettingzoo_env`. Nothing here imports torch or transformers.
@@ -15,8 +15,8 @@ from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
-from codea1_env.duel import Duel, DuelOutcome, Role, score_duels
-from codea1_env.env import CodeTestDuelEnv
+from codea1_env.envs.duel_env import CodeTestDuelEnv
+from codea1_env.game.duel import Duel, DuelOutcome, Role, score_duels
 from codea1_env.mistake_book import (
     BookEntry,
     InMemoryMistakeBook,
@@ -25,9 +25,9 @@ from codea1_env.mistake_book import (
     open_mistake_book,
 )
 from codea1_env.problems import Problem, ProblemSource, load_source
-from codea1_env.referee import Judgement, Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox import Job, JobResult, Limits, Sandbox
+from codea1_env.scoring.referee import Judgement, Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 __version__ = "0.1.0"
 
@@ -58,7 +58,7 @@ __all__ = [
 
 def pettingzoo_env(**kwargs: Any) -> Any:
     """The duel as a PettingZoo AEC env (needs the ``pettingzoo`` extra); see :mod:`.pz`."""
-    from codea1_env.pz import CodeTestDuelAEC
+    from codea1_env.envs.pettingzoo_aec import CodeTestDuelAEC
 
     return CodeTestDuelAEC(**kwargs)
 
@@ -66,11 +66,11 @@ def pettingzoo_env(**kwargs: Any) -> Any:
 def _register() -> None:
     specs = {
         "CodeTestDuel-v0": dict(
-            entry_point="codea1_env.env:CodeTestDuelEnv",
-            vector_entry_point="codea1_env.vector:CodeTestDuelVectorEnv",
+            entry_point="codea1_env.envs.duel_env:CodeTestDuelEnv",
+            vector_entry_point="codea1_env.envs.vector:CodeTestDuelVectorEnv",
         ),
-        "CodeTestDuel-Coder-v0": dict(entry_point="codea1_env.single_role:CoderEnv"),
-        "CodeTestDuel-Tester-v0": dict(entry_point="codea1_env.single_role:TesterEnv"),
+        "CodeTestDuel-Coder-v0": dict(entry_point="codea1_env.envs.single_role:CoderEnv"),
+        "CodeTestDuel-Tester-v0": dict(entry_point="codea1_env.envs.single_role:TesterEnv"),
     }
     for env_id, kwargs in specs.items():
         if env_id not in registry:

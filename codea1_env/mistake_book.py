@@ -22,8 +22,8 @@ format (:meth:`~MistakeBook.export_json`, :meth:`~MistakeBook.import_json`)::
      "problems": {"<problem_id>": [{"call": "f(1)", "expected": <tagged JSON>, "frequency": 2},
                                     ...]}}
 
-where ``expected`` is the :func:`codea1_env.plain.encode` form of the value and each problem's
-list is in ranking order (frequency descending, then insertion order).
+where ``expected`` is the :func:`codea1_env.sandbox.worker.plain.encode` form of the value and each
+problem's list is in ranking order (frequency descending, then insertion order).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from codea1_env import plain
 from codea1_env.atomic import write_text_atomic
+from codea1_env.sandbox.worker import plain
 
 __all__ = [
     "FORMAT_NAME",
@@ -464,8 +464,8 @@ class SqliteMistakeBook(MistakeBook):
     before :class:`sqlite3.OperationalError` is raised. Readers never block writers (WAL). The
     file must be on a local filesystem (WAL needs shared memory).
 
-    Values are stored as :func:`codea1_env.plain.dumps` text; the schema version is kept in
-    ``PRAGMA user_version`` (a file with another version is refused).
+    Values are stored as :func:`codea1_env.sandbox.worker.plain.dumps` text; the schema version is
+    kept in ``PRAGMA user_version`` (a file with another version is refused).
 
     Args:
         path: Database file (created with its directory when missing).

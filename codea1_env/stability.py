@@ -6,17 +6,18 @@ through the referee. Defaults follow the paper's released setting; where the pap
 option is off.
 
 * ``curriculum`` (off): draw problems by difficulty, starting easy and widening as the coder's
-  running GT pass rate rises (:mod:`codea1_env.curriculum`).
+  running GT pass rate rises (:mod:`codea1_env.problems.curriculum`).
 * ``hard_only`` (off): keep only problems at or above this difficulty (the paper trains on
   KodCode's hard split).
 * ``anonymize_code`` (off): show the tester the candidate with names, comments and docstrings
-  stripped (:mod:`codea1_env.anonymize`); tests still run on the original program.
+  stripped (:mod:`codea1_env.game.anonymize`); tests still run on the original program.
 * ``book_capacity_per_problem`` / ``book_capacity_total`` (unbounded): bound the mistake book,
   evicting the lowest-frequency entries (the write-up suggests 1,000-2,000 tests in all).
 * ``book_refresh_every`` (off): every N scored batches, re-run the stored tests of the batch's
   problems on the GT and drop any that no longer hold.
-* ``quality_filter`` (off): reject trivial tests before they count (:mod:`codea1_env.quality`),
-  counting them as invalid; off scores them as the paper does, so both can be compared.
+* ``quality_filter`` (off): reject trivial tests before they count
+  (:mod:`codea1_env.scoring.quality`), counting them as invalid; off scores them as the paper does,
+  so both can be compared.
 * ``always_pass_after`` (16): with the filter on, a test that every one of at least this many
   distinct candidates passed is trivial.
 
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codea1_env.curriculum import CurriculumSchedule
+from codea1_env.problems.curriculum import CurriculumSchedule
 
 __all__ = ["StabilityOptions", "make_stability"]
 

@@ -4,7 +4,7 @@ python examples/pettingzoo_loop.py
 """
 
 import codea1_env
-from codea1_env.scripted import BoundaryTester, MutantCoder
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder
 
 env = codea1_env.pettingzoo_env(source="bank")
 players = {"coder": MutantCoder(p_mutant=1.0, seed=1), "tester": BoundaryTester(seed=1)}

@@ -6,7 +6,7 @@ python examples/quickstart.py
 import gymnasium as gym
 
 import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
-from codea1_env.scripted import BoundaryTester, MutantCoder
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder
 
 env = gym.make("CodeTestDuel-v0", source="bank")
 coder = MutantCoder(p_mutant=0.8, seed=0)  # the GT solution or an AST mutant of it

@@ -10,7 +10,7 @@ import argparse
 
 from stable_baselines3 import PPO
 
-from codea1_env.tokens import TokenEnv
+from codea1_env.envs.tokens import TokenEnv
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--timesteps", type=int, default=2048)

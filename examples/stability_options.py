@@ -11,9 +11,9 @@ import argparse
 
 import numpy as np
 
-from codea1_env.scripted import BoundaryTester, MutantCoder, TrivialTester
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, TrivialTester
+from codea1_env.envs.vector import CodeTestDuelVectorEnv
 from codea1_env.stability import StabilityOptions
-from codea1_env.vector import CodeTestDuelVectorEnv
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--train", action="store_true", help="also run a short tiny-preset training")

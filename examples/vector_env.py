@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 
 import codea1_env  # noqa: F401
-from codea1_env.scripted import BoundaryTester, MutantCoder
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder
 
 N, GROUP = 64, 8
 envs = gym.make_vec(

@@ -3,7 +3,7 @@
 Each problem is an ordinary Python function (its GT solution) registered with ``@problem``, which
 records its difficulty, tags and GT tests. The prompt is the function's header and docstring; the
 canonical solution is the whole function. Before writing, every test is checked against its GT
-solution (outputs compared by type and value with ``codea1_env.plain.values_equal``).
+solution (outputs compared by type and value with ``codea1_env.sandbox.worker.plain.values_equal``).
 
 Usage::
 
@@ -25,9 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from codea1_env.plain import is_plain, values_equal  # noqa: E402
 from codea1_env.problems import Problem, problem_from_dict, problem_to_dict  # noqa: E402
 from codea1_env.problems.jsonl import write_problems  # noqa: E402
+from codea1_env.sandbox.worker.plain import is_plain, values_equal  # noqa: E402
 
 BANK_PATH = ROOT / "codea1_env" / "data" / "bank.jsonl"
 

@@ -213,7 +213,7 @@ def start_sandbox() -> tuple[Any, bool]:
 def sandbox_check(n_problems: int) -> dict[str, Any]:
     """The ``sandbox`` line: isolation report and GT programs judged against their GT tests."""
     from codea1_env.problems import load_source
-    from codea1_env.referee import Referee
+    from codea1_env.scoring.referee import Referee
 
     started = time.perf_counter()
     sandbox, relaxed = start_sandbox()
@@ -417,9 +417,9 @@ def gen_bench(trainer: Any, args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from agents.lm import SamplingParams
-    from codea1_env.duel import Duel
+    from codea1_env.game.duel import Duel
+    from codea1_env.game.spaces import observe
     from codea1_env.problems import load_source
-    from codea1_env.spaces import observe
 
     source = load_source("bank")
     ids = list(source.ids())

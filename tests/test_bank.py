@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from codea1_env.plain import is_plain, values_equal
 from codea1_env.problems import BankSource, HumanEvalSource, Problem, ProceduralSource
+from codea1_env.sandbox.worker.plain import is_plain, values_equal
 
 ROOT = Path(__file__).resolve().parent.parent
 BANK = BankSource()

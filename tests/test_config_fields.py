@@ -26,9 +26,9 @@ from agents.grpo import group_advantages
 from agents.trainer import build_referee, game_host, resolve_run_dir, select_tester_codes
 from agents.trainer_player import _make_optimizer, _make_scheduler
 from agents.trainer_roles import sampling_params
-from codea1_env.duel import MAX_ACTION_CHARS, Duel
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel
+from codea1_env.game.spaces import observe
 from codea1_env.problems import problem_from_dict
-from codea1_env.spaces import observe
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG_FILE = ROOT / "agents" / "config.py"

@@ -20,8 +20,8 @@ from codea1_env.evaluation import SuiteEvaluator
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import problem_to_dict
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 ADD = Problem(
     task_id="conf/add",
@@ -373,7 +373,7 @@ def test_identical_code_samples_count_separately_in_the_book(sandbox) -> None:
     # Rule 8 counts per (code, replayed test): two episodes whose coders wrote the same text are
     # two samples. Both pass the stored add(0, 5) (frequency 2): 2 - 2 = 0, removed. The
     # referee still runs the identical program as one sandbox job.
-    from codea1_env.duel import Duel, score_duels
+    from codea1_env.game.duel import Duel, score_duels
 
     book = InMemoryMistakeBook()
     book.apply(ADD.task_id, [("add(0, 5)", 5)] * 2, [])

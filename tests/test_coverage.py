@@ -37,8 +37,8 @@ from codea1_env.evaluation.coverage import (
 )
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits, Sandbox
 from codea1_env.sandbox.child import coverage_arcs
-from codea1_env.sandbox.protocol import MAX_COVERAGE_ARCS
-from codea1_env.sandbox.tracer import ArcTracer, line_bound
+from codea1_env.sandbox.worker.protocol import MAX_COVERAGE_ARCS
+from codea1_env.sandbox.worker.tracer import ArcTracer, line_bound
 
 LIMITS = Limits(call_timeout_s=5.0, setup_timeout_s=5.0, cpu_time_s=20.0, memory_mb=512)
 OK, EXC, CRASH = CallStatus.OK, CallStatus.EXCEPTION, CallStatus.CRASH

@@ -10,7 +10,7 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 import codea1_env  # noqa: F401  (registers the ids)
-from codea1_env.env import CodeTestDuelEnv
+from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.problems import ProblemFormatError
 
 CUSTOM = {

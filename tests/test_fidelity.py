@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from codea1_env import plain
 from codea1_env.evaluation.fidelity import (
     FidelityReport,
     average_ranks,
@@ -17,8 +16,9 @@ from codea1_env.evaluation.fidelity import (
     spearman,
     ut_fidelity,
 )
-from codea1_env.mutation import MutantCache, generate_mutants
 from codea1_env.sandbox.base import Job, Limits, Sandbox
+from codea1_env.sandbox.worker import plain
+from codea1_env.scoring.mutation import MutantCache, generate_mutants
 
 
 def test_average_ranks() -> None:

@@ -24,9 +24,9 @@ from agents.integrations.core import TesterRow as _TesterRow
 from agents.integrations.openrlhf import EXTRA_LOG_KEYS, parse_label, strip_prompt
 from agents.integrations.reward_service import RewardService, ServiceUnavailable, make_server
 from agents.prompts import CODER_PROMPT, PromptTemplate
-from codea1_env.duel import answer_for
+from codea1_env.baselines.scripted import BoundaryTester
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_to_dict
-from codea1_env.scripted import BoundaryTester
 
 PROBLEM = "bank/reverse_words"
 BUGGY = answer_for(

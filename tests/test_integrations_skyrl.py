@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 
 import codea1_env  # noqa: F401
-from codea1_env.duel import answer_for
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_to_dict
 
 skyrl_gym = pytest.importorskip(

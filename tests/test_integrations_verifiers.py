@@ -28,7 +28,7 @@ import gymnasium as gym
 import pytest
 
 import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
-from codea1_env.duel import answer_for
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_from_dict
 
 vf = pytest.importorskip(

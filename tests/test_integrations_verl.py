@@ -17,9 +17,9 @@ import pytest
 
 import codea1_env  # noqa: F401
 from agents.integrations import verl as adapter
-from codea1_env.duel import answer_for
-from codea1_env.mutation import MutantCache
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import load_source
+from codea1_env.scoring.mutation import MutantCache
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from codea1_env.monitor import (
+from codea1_env.sandbox.base import CallResult, CallStatus, JobResult
+from codea1_env.scoring.monitor import (
     MonitorCounts,
     monitor_referee_batch,
     scan_job,
@@ -10,8 +11,7 @@ from codea1_env.monitor import (
     scan_programs,
     scan_suite,
 )
-from codea1_env.sandbox.base import CallResult, CallStatus, JobResult
-from codea1_env.testcases import parse_tests
+from codea1_env.scoring.testcases import parse_tests
 
 
 def test_scan_program_flags() -> None:

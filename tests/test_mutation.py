@@ -7,7 +7,7 @@ import ast
 import numpy as np
 import pytest
 
-from codea1_env.mutation import OPERATORS, Mutant, MutantCache, generate_mutants
+from codea1_env.scoring.mutation import OPERATORS, Mutant, MutantCache, generate_mutants
 
 
 def sources(program: str, operator: str) -> list[str]:

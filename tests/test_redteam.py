@@ -3,7 +3,7 @@
 Every case is a candidate program (or a tester's call expressions) that tries to cheat or to harm
 the host. Each states the statuses it must get, and the verdict the trusted side reaches by
 comparing returned values with ground-truth values (as the referee does, with
-:func:`codea1_env.plain.values_equal`). After every case the ``host`` fixture checks that the host
+:func:`codea1_env.sandbox.worker.plain.values_equal`). After every case the ``host`` fixture checks that the host
 is unaffected: the sandbox still answers, no process of the sandbox's uids is left, no file
 owned by them appeared in the host's temp directories, a sentinel file is untouched, the parent
 is alive and its secrets stay secret.
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 import codea1_env
-from codea1_env.plain import values_equal
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits
 from codea1_env.sandbox.confinement import usable_bwrap
 from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.sandbox.worker.plain import values_equal
 
 LIMITS = Limits(
     call_timeout_s=0.5, setup_timeout_s=1.0, cpu_time_s=2.0, memory_mb=256, max_output_bytes=4096

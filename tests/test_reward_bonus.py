@@ -6,8 +6,8 @@ import pytest
 
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 STEP = Problem(
     task_id="bonus/step",

@@ -1,4 +1,4 @@
-"""Code-A1 reward formulas (codea1_env.rewards), checked against hand-computed tables."""
+"""Code-A1 reward formulas (codea1_env.scoring.rewards), checked against hand-computed tables."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from codea1_env import rewards
-from codea1_env.rewards import (
+from codea1_env.scoring import rewards
+from codea1_env.scoring.rewards import (
     CoderReward,
     RewardConfig,
     adversarial_reward,
@@ -18,7 +18,7 @@ from codea1_env.rewards import (
     score_coder,
     validity_reward,
 )
-from codea1_env.testcases import TestCase, grade_suite
+from codea1_env.scoring.testcases import TestCase, grade_suite
 
 # --- RewardConfig --------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from codea1_env.plain import values_equal
 from codea1_env.sandbox.base import (
     CallStatus,
     IsolationReport,
@@ -25,6 +24,7 @@ from codea1_env.sandbox.driver import MAX_TIMEOUTS_PER_JOB
 from codea1_env.sandbox.factory import make_sandbox
 from codea1_env.sandbox.layers import DEFAULT_REQUIRED_LAYERS, LAYERS, REQUIRE_ENV
 from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.sandbox.worker.plain import values_equal
 
 FAST = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=2.0, memory_mb=256)
 IS_ROOT = os.geteuid() == 0

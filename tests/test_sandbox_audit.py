@@ -20,7 +20,7 @@ import pytest
 
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits, Sandbox, SandboxUnavailable
 from codea1_env.sandbox.child import MAX_AUDIT_RECORDS, audit_counts
-from codea1_env.sandbox.protocol import AUDIT_COUNT_CAP, AUDIT_KEYS
+from codea1_env.sandbox.worker.protocol import AUDIT_COUNT_CAP, AUDIT_KEYS
 
 LIMITS = Limits(call_timeout_s=2.0, setup_timeout_s=3.0, cpu_time_s=5.0, memory_mb=512)
 AUDIT_EVENT_KEYS = {f"audit_{key}" for key in AUDIT_KEYS}

@@ -53,7 +53,7 @@ exit 1
 CHECK = r"""
 import json, sys, time
 from codea1_env.problems import load_source
-from codea1_env.referee import Referee
+from codea1_env.scoring.referee import Referee
 from codea1_env.sandbox.base import SandboxUnavailable
 from codea1_env.sandbox.local import LocalSandbox
 

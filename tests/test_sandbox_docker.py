@@ -13,9 +13,9 @@ import uuid
 
 import pytest
 
-from codea1_env.plain import values_equal
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits, Sandbox, SandboxUnavailable
 from codea1_env.sandbox.layers import LAYERS
+from codea1_env.sandbox.worker.plain import values_equal
 
 pytestmark = pytest.mark.docker
 

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from codea1_env.plain import values_equal
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits, Sandbox, SandboxUnavailable
 from codea1_env.sandbox.local import LocalSandbox
 from codea1_env.sandbox.ray_backend import RaySandbox, _reason, job_time_bound
+from codea1_env.sandbox.worker.plain import values_equal
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install 'codea1[ray]'")
 

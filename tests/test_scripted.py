@@ -22,11 +22,17 @@ import pytest
 
 import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
 import codea1_env.sandbox.factory as sandbox_factory
-from codea1_env.env import CodeTestDuelEnv
-from codea1_env.mutation import generate_mutants
-from codea1_env.plain import values_equal
+from codea1_env.baselines.scripted import (
+    BoundaryTester,
+    GroundTruthCoder,
+    MutantCoder,
+    Policy,
+    RandomTester,
+    RoleRouter,
+    TrivialTester,
+)
+from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.problems.problem import IOPair, Problem
-from codea1_env.referee import Referee
 from codea1_env.sandbox.base import (
     CallResult,
     CallStatus,
@@ -36,16 +42,10 @@ from codea1_env.sandbox.base import (
     Sandbox,
     SandboxUnavailable,
 )
-from codea1_env.scripted import (
-    BoundaryTester,
-    GroundTruthCoder,
-    MutantCoder,
-    Policy,
-    RandomTester,
-    RoleRouter,
-    TrivialTester,
-)
-from codea1_env.testcases import extract_code, parse_io_pairs, parse_tests
+from codea1_env.sandbox.worker.plain import values_equal
+from codea1_env.scoring.mutation import generate_mutants
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.testcases import extract_code, parse_io_pairs, parse_tests
 
 THRESHOLD = Problem(
     task_id="test/threshold",
@@ -551,7 +551,7 @@ HOSTILE_SCRIPT = """
 import json, sys
 import gymnasium as gym
 import codea1_env
-from codea1_env.scripted import BoundaryTester, MutantCoder, RoleRouter
+from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, RoleRouter
 
 record, path = json.loads(sys.argv[1]), sys.argv[2]
 for source, options in (("bank", {"problem": record}), ("jsonl:" + path, None)):

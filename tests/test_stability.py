@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codea1_env.anonymize import anonymize
-from codea1_env.curriculum import Curriculum, CurriculumSchedule, difficulty_of, hard_only
-from codea1_env.env import CodeTestDuelEnv
+from codea1_env.envs.duel_env import CodeTestDuelEnv
+from codea1_env.game.anonymize import anonymize
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems import ListSource
+from codea1_env.problems.curriculum import Curriculum, CurriculumSchedule, difficulty_of, hard_only
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
+from codea1_env.scoring.referee import Referee
 from codea1_env.stability import StabilityOptions, make_stability
 
 THRESHOLD = Problem(

@@ -1,4 +1,4 @@
-"""Parsing of Test LLM output (codea1_env.testcases): shapes, inlining, fallbacks, GT grading."""
+"""Parsing of Test LLM output (codea1_env.scoring.testcases): shapes, inlining, fallbacks, GT grading."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from codea1_env.problems.problem import IOPair
-from codea1_env.testcases import (
+from codea1_env.scoring.testcases import (
     EMPTY_REASONS,
     REJECT_REASONS,
     TestCase,
@@ -478,7 +478,7 @@ def test_grade_suite_statuses_in_order() -> None:
 
 
 def test_grade_suite_has_no_cap_and_uses_the_chosen_equality() -> None:
-    from codea1_env.plain import values_equal
+    from codea1_env.sandbox.worker.plain import values_equal
 
     cases = _cases("f(1)", "f(2)", "f(3)", "f(4)", *(f"f({i})" for i in range(5, 15)))
     n = len(cases)

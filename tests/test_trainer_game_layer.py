@@ -20,12 +20,12 @@ import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
 from agents.config import TrainConfig, from_preset
 from agents.lm import Generation, SamplingParams
 from agents.trainer import Trainer
-from codea1_env.duel import answer_for
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_from_dict
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
 from codea1_env.sandbox.base import Sandbox
-from codea1_env.testcases import extract_code
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.testcases import extract_code
 
 PROBLEM: Problem = problem_from_dict(
     {

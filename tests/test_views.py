@@ -10,8 +10,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import codea1_env
-from codea1_env.env import CodeTestDuelEnv
-from codea1_env.referee import Referee
+from codea1_env.envs.duel_env import CodeTestDuelEnv
+from codea1_env.scoring.referee import Referee
 
 PROBLEM = {
     "task_id": "custom/clamp",
@@ -74,12 +74,12 @@ def test_vector_env_matches_single_envs_and_batches(sandbox):
 
 
 def test_vector_env_groups_share_a_problem(sandbox):
-    venv = codea1_env.vector.CodeTestDuelVectorEnv(num_envs=6, group_size=3, sandbox=sandbox)
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=6, group_size=3, sandbox=sandbox)
     _, infos = venv.reset(seed=3)
     ids = list(infos["task_id"])
     assert ids[0] == ids[1] == ids[2] and ids[3] == ids[4] == ids[5]
     with pytest.raises(ValueError):
-        codea1_env.vector.CodeTestDuelVectorEnv(num_envs=5, group_size=2, sandbox=sandbox)
+        codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=5, group_size=2, sandbox=sandbox)
 
 
 def test_pettingzoo_api(sandbox):
@@ -137,7 +137,7 @@ def test_tester_env_draws_gt_or_mutants(sandbox):
 def test_token_env_passes_sb3_check_env(sandbox):
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-    from codea1_env.tokens import END, TokenEnv
+    from codea1_env.envs.tokens import END, TokenEnv
 
     inner = gym.make("CodeTestDuel-Tester-v0", sandbox=sandbox, source="procedural").unwrapped
     env = TokenEnv(inner, max_tokens=12)
@@ -153,6 +153,6 @@ def test_token_env_passes_sb3_check_env(sandbox):
 def test_all_views_share_one_referee(sandbox):
     referee = Referee(sandbox=sandbox)
     env = CodeTestDuelEnv(referee=referee)
-    venv = codea1_env.vector.CodeTestDuelVectorEnv(num_envs=2, referee=referee)
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=2, referee=referee)
     aec = codea1_env.pettingzoo_env(referee=referee)
     assert env.referee is venv.referee is aec.referee

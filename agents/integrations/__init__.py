@@ -2,7 +2,7 @@
 
 * :mod:`agents.integrations.core`: the shared scoring core (problems, frozen opponents, one
   referee); every adapter scores through it, so through :meth:`Referee.judge_many
-  <codea1_env.referee.Referee.judge_many>` and nothing else.
+  <codea1_env.scoring.referee.Referee.judge_many>` and nothing else.
 * :mod:`agents.integrations.reward_service`: ``codea1 serve-reward``, an HTTP service that batches
   concurrent requests into single sandbox calls (OpenRLHF's remote reward protocol and
   ``/v1/judge``).

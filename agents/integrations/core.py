@@ -9,16 +9,16 @@ engine hands over into rows and asks a :class:`RewardCore` to score them:
 * :class:`GridRow`: ``codes x suites`` for one problem, as the trainer plays them
   (``suites[i]`` written against ``codes[i]``).
 
-:meth:`RewardCore.score` plays every row as the env does (a :class:`~codea1_env.duel.Duel`
+:meth:`RewardCore.score` plays every row as the env does (a :class:`~codea1_env.game.duel.Duel`
 per (code, suite), ``Duel.play_code`` then ``Duel.play_tests``, the frozen tester's one batched
-``act`` call) and scores all of them with ONE :func:`~codea1_env.duel.judge_grid` call, that is
-one :meth:`~codea1_env.referee.Referee.judge_many` and one sandbox call. There is no second
+``act`` call) and scores all of them with ONE :func:`~codea1_env.game.duel.judge_grid` call, that is
+one :meth:`~codea1_env.scoring.referee.Referee.judge_many` and one sandbox call. There is no second
 grading path: rewards and verdicts are the referee's, and each pair's ``info`` is
-:meth:`~codea1_env.duel.DuelOutcome.info`, the very dict ``CodeTestDuel-v0`` reports.
+:meth:`~codea1_env.game.duel.DuelOutcome.info`, the very dict ``CodeTestDuel-v0`` reports.
 
 Rows of the same problem (same ``task_id`` and the same record) form one referee item, as
-:func:`~codea1_env.duel.score_duels` groups them, so the mistake book is updated once per problem
-per call (rule 8).
+:func:`~codea1_env.game.duel.score_duels` groups them, so the mistake book is updated once per
+problem per call (rule 8).
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.integrations.options import MODES, OPPONENTS
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, judge_grid, pair_outcome
-from codea1_env.env import duel_info
+from codea1_env.envs.duel_env import duel_info
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, judge_grid, pair_outcome
+from codea1_env.game.spaces import observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict, problem_to_dict
-from codea1_env.referee import Judgement, Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.spaces import observe
+from codea1_env.scoring.referee import Judgement, Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 __all__ = [
     "MODES",
@@ -114,7 +114,7 @@ class PairResult:
     Attributes:
         coder: The coder's reward for this pair (the env's ``info["rewards"]["coder"]``).
         tester: The tester's reward (``info["rewards"]["tester"]``).
-        info: :meth:`~codea1_env.duel.DuelOutcome.info` of the pair: ``rewards``, ``reasons``,
+        info: :meth:`~codea1_env.game.duel.DuelOutcome.info` of the pair: ``rewards``, ``reasons``,
             ``tests``, ``verdicts``, ``rejected``, ``mistake_book_verdicts``, ``gt_pass_rate``
             and ``tester_reward_parts`` (plain JSON values).
         tests_text: The suite that was scored (for a coder row: what the frozen tester wrote).
@@ -231,7 +231,7 @@ class RewardCore:
             raise ValueError(f"opponent must be one of {OPPONENTS}, got {opponent!r}")
         if opponent != "gt" and mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        from codea1_env.builders import (
+        from codea1_env.game.host import (
             ProblemPicker,
             make_limits,
             make_mistake_book,
@@ -283,7 +283,7 @@ class RewardCore:
             from agents.policy import TesterPolicy
 
             return TesterPolicy(OpenAICompatibleLM(url, model=model), num_tests=num_tests)
-        from codea1_env.scripted import BoundaryTester, RandomTester, TrivialTester
+        from codea1_env.baselines.scripted import BoundaryTester, RandomTester, TrivialTester
 
         if opponent == "trivial":
             return TrivialTester(n_tests=num_tests)
@@ -487,7 +487,7 @@ class RewardCore:
         )
 
     def _pair(self, duel: Duel, j: Judgement, code: int, suite: int) -> PairResult:
-        """One pair's rewards and info, as :func:`~codea1_env.duel.score_duels` reports them."""
+        """One pair's rewards and info, as :func:`~codea1_env.game.duel.score_duels` reports."""
         outcome = pair_outcome(duel, j, code, suite, golden=self.golden)
         if self.golden:
             outcome.reasons["tester"] = "golden_mode"

@@ -11,8 +11,9 @@ OPPONENTS = ("gt", "gt+mistake_book", "boundary", "random", "trivial", "http")
   paper's "Golden Tests" row; ``CodeTestDuel-Coder-v0``'s ``opponent="gt"``).
 * ``gt+mistake_book``: the problem's GT tests are the suite, plus the replayed mistake book
   (Code-A1's coder reward; ``CodeTestDuel-Coder-v0``'s ``opponent="gt+mistake_book"``).
-* ``boundary``, ``random``, ``trivial``: the scripted testers of :mod:`codea1_env.scripted`
-  write a suite against each code (white-box), as in ``codea1 duel``.
+* ``boundary``, ``random``, ``trivial``: the scripted testers of
+  :mod:`codea1_env.baselines.scripted` write a suite against each code (white-box), as in ``codea1
+  duel``.
 * ``http``: a frozen Test LLM behind an OpenAI-compatible server
   (:class:`agents.policy.TesterPolicy` over :class:`agents.http_policy.OpenAICompatibleLM`).
 """

@@ -4,7 +4,7 @@ Standard library only (:class:`http.server.ThreadingHTTPServer`). Every request 
 checked in its handler thread, then queued; one collector thread takes what arrived within a short
 window (``batch_window_s``) or up to ``max_batch`` rows and scores it with ONE
 :meth:`RewardCore.score <agents.integrations.core.RewardCore.score>` call (one frozen-tester call,
-one :meth:`~codea1_env.referee.Referee.judge_many`, one sandbox call).
+one :meth:`~codea1_env.scoring.referee.Referee.judge_many`, one sandbox call).
 
 Endpoints:
 

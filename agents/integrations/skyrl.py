@@ -50,8 +50,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
 from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
-from codea1_env.duel import Duel
-from codea1_env.spaces import observe
+from codea1_env.game.duel import Duel
+from codea1_env.game.spaces import observe
 
 __all__ = [
     "CODER_ENV_ID",

@@ -58,9 +58,9 @@ from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
 from agents.integrations.core import PairResult, RewardCore, TesterRow
 from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
-from codea1_env.duel import Duel
+from codea1_env.game.duel import Duel
+from codea1_env.game.spaces import observe
 from codea1_env.problems import Problem, problem_from_dict, problem_to_dict
-from codea1_env.spaces import observe
 
 __all__ = [
     "DuelChatHarness",

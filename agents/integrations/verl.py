@@ -52,9 +52,9 @@ from typing import Any
 
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
 from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
-from codea1_env.duel import Duel, answer_for
+from codea1_env.game.duel import Duel, answer_for
 from codea1_env.problems import Problem, problem_to_dict
-from codea1_env.spaces import observe
+from codea1_env.game.spaces import observe
 
 __all__ = [
     "CODE_SOURCES",
@@ -280,8 +280,8 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
 """Where :func:`build_tester_rows` takes the frozen coder's answers from.
 
 * ``gt``: the problem's GT program (a suite against it earns validity only: nothing to expose).
-* ``mutants``: up to ``mutants`` single-point AST mutants of the GT (:mod:`codea1_env.mutation`),
-  the buggy codes a tester should expose (as :class:`~codea1_env.scripted.MutantCoder` plays).
+* ``mutants``: up to ``mutants`` single-point AST mutants of the GT (:mod:`codea1_env.scoring.mutation`),
+  the buggy codes a tester should expose (as :class:`~codea1_env.baselines.scripted.MutantCoder` plays).
 * ``gt+mutants``: both.
 * ``http``: ``samples`` answers per problem from a frozen Code LLM behind an OpenAI-compatible
   server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
@@ -314,7 +314,7 @@ def tester_prompt(
 
 def _problems(source: Any, limit: int | None) -> tuple[Any, str, list[str]]:
     """The problem source, its name and its first ``limit`` ids."""
-    from codea1_env.builders import ProblemPicker
+    from codea1_env.game.host import ProblemPicker
 
     problems_source = ProblemPicker(source).source
     name = str(getattr(problems_source, "name", source if isinstance(source, str) else "custom"))
@@ -416,7 +416,7 @@ def frozen_codes(
         samples: With ``http`` (or ``coder``): answers per problem.
         coder: A frozen coder policy (``act(observations, infos) -> answers``, e.g.
             :class:`agents.policy.CoderPolicy` over any LM, or
-            :class:`codea1_env.scripted.MutantCoder`) to sample instead of the ``http`` one.
+            :class:`codea1_env.baselines.scripted.MutantCoder`) to sample instead of the ``http`` one.
         coder_url: The OpenAI-compatible API root of the frozen Code LLM (``codes="http"``).
         coder_model: Its model name.
         seed: Seed of the mutant choice.
@@ -442,7 +442,7 @@ def frozen_codes(
             coder = CoderPolicy(OpenAICompatibleLM(coder_url, model=coder_model))
             label = f"http:{coder_model}"
         duels = [Duel(problem) for problem in problems for _ in range(samples)]
-        from codea1_env.env import duel_info
+        from codea1_env.envs.duel_env import duel_info
 
         answers = coder.act([observe(d) for d in duels], [duel_info(d) for d in duels])
         return [
@@ -451,7 +451,7 @@ def frozen_codes(
         ]
     import numpy as np
 
-    from codea1_env.mutation import MutantCache
+    from codea1_env.scoring.mutation import MutantCache
 
     cache = MutantCache()
     rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@ Two halves, both trusted-side and pure (no execution of the program):
   branch measurement on and no exclusion pragmas).
 * :func:`coverage_figures`, :func:`coverage_at_k`, :func:`lcov_at_k` and :func:`bcov_at_k` turn
   the raw arcs a coverage job recorded (``CallResult.coverage``, see
-  :mod:`codea1_env.sandbox.tracer`) into figures.
+  :mod:`codea1_env.sandbox.worker.tracer`) into figures.
 
 Definitions (those of coverage.py; ``L`` is a line number, ``-F`` the exit of the code object
 whose first line is ``F``):

@@ -9,8 +9,8 @@ way round.
 Definitions used here:
 
 * **Pool** (:func:`candidate_pool`): the GT program itself, the GT's AST mutants
-  (:func:`codea1_env.mutation.generate_mutants`, deterministic order, optionally cut to the first
-  ``max_mutants``) and, when a coder is evaluated, its samples. Mutants give a spread of
+  (:func:`codea1_env.scoring.mutation.generate_mutants`, deterministic order, optionally cut to the
+  first ``max_mutants``) and, when a coder is evaluated, its samples. Mutants give a spread of
   near-miss programs even when the coder's samples are all right or all wrong.
 * **Pass rates** (:func:`pass_rates`): per candidate, the share of tests it passes. On generated
   tests (UTRL's reading): a candidate passes a test when it returns the value the *test* expects
@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from codea1_env.mutation import MutantCache, generate_mutants
+from codea1_env.scoring.mutation import MutantCache, generate_mutants
 
 __all__ = [
     "FidelityReport",

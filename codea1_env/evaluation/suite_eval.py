@@ -2,16 +2,16 @@
 
 :class:`SuiteEvaluator` turns ``(problem, suites, candidate codes)`` into the tables the pure
 metrics of :mod:`codea1_env.evaluation.metrics` need. It grades through the **same path as
-training**: one :meth:`~codea1_env.referee.Referee.judge_many` call per batch, so parsing, the
-argument materialization, the GT correction (rules 1-3 of DESIGN.md) and the value comparison are
-the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come out next to
+training**: one :meth:`~codea1_env.scoring.referee.Referee.judge_many` call per batch, so parsing,
+the argument materialization, the GT correction (rules 1-3 of DESIGN.md) and the value comparison
+are the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come out next to
 the evaluation metrics. For a batch of problems the referee judges, in two sandbox calls:
 
 1. per problem, the GT itself (row 0) and each candidate code against every suite;
-2. per problem, each mutant of the GT (from :mod:`codea1_env.mutation`, cached per GT program in
-   a :class:`~codea1_env.mutation.MutantCache`) against every suite, under a call timeout scaled
-   from the GT's own call times measured in step 1 (:data:`MUTANT_TIMEOUT_FACTOR`, within
-   ``mutant_limits``); the GT's runs are shared through the referee's GT cache.
+2. per problem, each mutant of the GT (from :mod:`codea1_env.scoring.mutation`, cached per GT
+   program in a :class:`~codea1_env.scoring.mutation.MutantCache`) against every suite, under a call
+   timeout scaled from the GT's own call times measured in step 1 (:data:`MUTANT_TIMEOUT_FACTOR`,
+   within ``mutant_limits``); the GT's runs are shared through the referee's GT cache.
 
 The evaluator's referee has its own empty mistake book and never updates it, so evaluation
 replays no book test and changes nothing.
@@ -37,12 +37,12 @@ from typing import Literal
 
 from codea1_env.evaluation.metrics import classify_mutant
 from codea1_env.mistake_book import InMemoryMistakeBook
-from codea1_env.mutation import MutantCache
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Judgement, Referee, SuiteVerdict
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import JobResult, Limits, Sandbox
-from codea1_env.testcases import TestCase
+from codea1_env.scoring.mutation import MutantCache
+from codea1_env.scoring.referee import Judgement, Referee, SuiteVerdict
+from codea1_env.scoring.rewards import RewardConfig
+from codea1_env.scoring.testcases import TestCase
 
 __all__ = [
     "MUTANT_TIMEOUT_FACTOR",

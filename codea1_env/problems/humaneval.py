@@ -20,10 +20,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codea1_env.plain import is_plain, to_source
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import ProblemFormatError, problem_from_dict
 from codea1_env.sandbox.base import Job, Limits, Sandbox
+from codea1_env.sandbox.worker.plain import is_plain, to_source
 
 __all__ = ["MAX_RECORDED_TESTS", "load_humaneval", "record_gt_tests"]
 

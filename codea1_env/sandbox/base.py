@@ -4,7 +4,7 @@ The sandbox knows nothing of problems, tests or rewards. A :class:`Job` is "this
 calls (or these stdin inputs), these limits"; a :class:`JobResult` holds one :class:`CallResult`
 per call with the plain-data value the call returned (or the stdout it printed), never a verdict.
 Verdicts are decided by the trusted caller, which compares values with
-:func:`codea1_env.plain.values_equal`.
+:func:`codea1_env.sandbox.worker.plain.values_equal`.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class Job:
         limits: Resource limits.
         tag: Free-form label echoed back in the result (for bookkeeping by the caller).
         coverage: Record which lines and arcs of the program each call executes
-            (``CallResult.coverage``; see :mod:`codea1_env.sandbox.tracer`). Slower: for
+            (``CallResult.coverage``; see :mod:`codea1_env.sandbox.worker.tracer`). Slower: for
             coverage metrics, not for rewards.
     """
 

@@ -48,9 +48,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codea1_env import plain
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
-from codea1_env.sandbox.protocol import (
+from codea1_env.sandbox.worker import plain
+from codea1_env.sandbox.worker.protocol import (
     AUDIT_COUNT_CAP,
     AUDIT_KEYS,
     AUDIT_RECORD,
@@ -67,7 +67,7 @@ from codea1_env.sandbox.protocol import (
     send_message,
     send_packet,
 )
-from codea1_env.sandbox.tracer import line_bound
+from codea1_env.sandbox.worker.tracer import line_bound
 
 __all__ = [
     "MAX_AUDIT_RECORDS",

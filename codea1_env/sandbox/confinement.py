@@ -53,8 +53,9 @@ __all__ = [
 
 CONFINEMENTS = ("auto", "bwrap", "unshare", "none")
 """Accepted values of the ``confinement`` option."""
-WORKER_MODULES = ("worker.py", "protocol.py", "zygote.py", "runner.py", "tracer.py")
-"""The standard-library-only modules that run inside a worker (entry script first)."""
+WORKER_MODULES = ("entry.py", "protocol.py", "zygote.py", "runner.py", "tracer.py")
+"""The standard-library-only modules that run inside a worker (entry script first), all in
+:mod:`codea1_env.sandbox.worker`."""
 SANDBOX_DIR = "/sandbox"
 """Where the worker files appear inside bubblewrap."""
 _WORKER_ENV = {"PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
@@ -101,8 +102,8 @@ def worker_files() -> tuple[Path, ...]:
     Inside the sandbox they all sit in one directory (:data:`SANDBOX_DIR`), so the entry script
     imports its siblings by their top-level names.
     """
-    here = Path(__file__).resolve().parent
-    return (*(here / name for name in WORKER_MODULES), here.parent / "plain.py")
+    here = Path(__file__).resolve().parent / "worker"
+    return (*(here / name for name in WORKER_MODULES), here / "plain.py")
 
 
 def python_binary() -> str:
@@ -147,7 +148,7 @@ def bwrap_failure(argv: Sequence[str]) -> str | None:
     """
     command = list(argv)
     cut = command.index("--") if "--" in command else len(command)
-    check = f"import os, sys; sys.exit(0 if os.path.isfile({SANDBOX_DIR + '/worker.py'!r}) else 3)"
+    check = f"import os, sys; sys.exit(0 if os.path.isfile({SANDBOX_DIR + '/entry.py'!r}) else 3)"
     trial = [*command[:cut], "--", python_binary(), "-S", "-s", "-B", "-c", check]
     try:
         info = os.stat(command[0])
@@ -349,7 +350,7 @@ def _bwrap_plan(
     args += ["--chdir", "/tmp", "--clearenv"]
     for key, value in _WORKER_ENV.items():
         args += ["--setenv", key, value]
-    args += ["--", python_binary(), "-S", "-s", "-B", f"{SANDBOX_DIR}/worker.py"]
+    args += ["--", python_binary(), "-S", "-s", "-B", f"{SANDBOX_DIR}/entry.py"]
     return LaunchPlan(
         argv=tuple(args),
         env={"PATH": "/usr/bin:/bin"},

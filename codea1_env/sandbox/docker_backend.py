@@ -121,7 +121,7 @@ class _DockerWorker:
                     "-S",
                     "-s",
                     "-B",
-                    "/sandbox/worker.py",
+                    "/sandbox/entry.py",
                     "--connect",
                     f"{_CONTAINER_DIR}/w{self.index}.sock",
                 ],

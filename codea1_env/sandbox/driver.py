@@ -36,7 +36,8 @@ from typing import Any
 
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult
 from codea1_env.sandbox.child import CappedBuffer, ChildRun, ChildSession, WorkerBroken
-from codea1_env.sandbox.protocol import (
+from codea1_env.sandbox.seccomp_policy import SeccompPrograms
+from codea1_env.sandbox.worker.protocol import (
     AUDIT_COUNT_CAP,
     MAX_CONTROL_BYTES,
     MAX_ERROR_CHARS,
@@ -44,7 +45,6 @@ from codea1_env.sandbox.protocol import (
     receive_message,
     send_message,
 )
-from codea1_env.sandbox.seccomp_policy import SeccompPrograms
 
 __all__ = [
     "MAX_TIMEOUTS_PER_JOB",

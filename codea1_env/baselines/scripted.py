@@ -16,9 +16,9 @@ player can reach (:class:`GroundTruthCoder`), supply plausible wrong candidates
 weak tester that only writes tests its own reading of the code passes). Both programs are
 untrusted text (a problem's GT may come from a user's ``reset(options={"problem": ...})`` or a
 ``jsonl:`` file), so they run only in a sandbox, in one batched call per ``act``: the ``sandbox``
-handed in; the sandbox of a :class:`~codea1_env.referee.Referee` handed in as ``sandbox=`` (pass
-``env.unwrapped.referee`` to share the env's sandbox); or, when none is given, a local sandbox the
-tester starts on first use and stops in ``close()``. When that one cannot start, ``act`` raises
+handed in; the sandbox of a :class:`~codea1_env.scoring.referee.Referee` handed in as ``sandbox=``
+(pass ``env.unwrapped.referee`` to share the env's sandbox); or, when none is given, a local sandbox
+the tester starts on first use and stops in ``close()``. When that one cannot start, ``act`` raises
 :class:`~codea1_env.sandbox.base.SandboxUnavailable` saying why. Nothing is executed in this
 process: the host parses code with :mod:`ast` (and :class:`MutantCoder` compiles its mutants to
 check their syntax), and compares plain values. Inputs on which the program fails or times out
@@ -36,15 +36,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from codea1_env.extraction import extract_code
-from codea1_env.mutation import Mutant, MutantCache
-from codea1_env.plain import to_source
-from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
-from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.scripted_inputs import LARGE_INT as LARGE_INT
-from codea1_env.scripted_inputs import LARGE_LEN as LARGE_LEN
-from codea1_env.scripted_inputs import (
+from codea1_env.baselines.inputs import LARGE_INT as LARGE_INT
+from codea1_env.baselines.inputs import LARGE_LEN as LARGE_LEN
+from codea1_env.baselines.inputs import (
     _boundary_calls,
     _Call,
     _hints,
@@ -53,7 +47,13 @@ from codea1_env.scripted_inputs import (
     _random_inputs,
     _unique,
 )
-from codea1_env.scripted_runner import _FAILED, _Run, _Runner
+from codea1_env.baselines.runner import _FAILED, _Run, _Runner
+from codea1_env.problems.problem import Problem
+from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.sandbox.worker.plain import to_source
+from codea1_env.scoring.extraction import extract_code
+from codea1_env.scoring.mutation import Mutant, MutantCache
+from codea1_env.scoring.referee import Referee
 
 __all__ = [
     "BoundaryTester",
@@ -119,8 +119,8 @@ class GroundTruthCoder:
 class MutantCoder:
     """Answer with the GT program or, with probability ``p_mutant``, a random mutant of it.
 
-    Mutants come from :mod:`codea1_env.mutation` and are cached per GT program. When the GT has
-    no mutant (for example a stdio program without functions), the GT is answered.
+    Mutants come from :mod:`codea1_env.scoring.mutation` and are cached per GT program. When the GT
+    has no mutant (for example a stdio program without functions), the GT is answered.
 
     Args:
         p_mutant: Probability of answering a mutant, in ``[0, 1]``.
@@ -365,7 +365,7 @@ class BoundaryTester(_GeneratingTester):
         seed: Seed of the policy's numpy Generator.
         n_tests: Most tests per answer (>= 1).
         sandbox: Where the programs run: a :class:`~codea1_env.sandbox.base.Sandbox` (left
-            open by :meth:`close`), a :class:`~codea1_env.referee.Referee` whose sandbox is
+            open by :meth:`close`), a :class:`~codea1_env.scoring.referee.Referee` whose sandbox is
             shared (``env.unwrapped.referee``), or None to start a local sandbox on first use
             (stopped by :meth:`close`). See the module docstring.
         oracle: Expected values from the GT (True) or from the candidate itself (False).

@@ -1,8 +1,8 @@
 """The reward-hacking monitor: counts of suspicious programs and trivial tests.
 
 Pure functions over what the sandbox returned (:class:`~codea1_env.sandbox.base.JobResult`), the
-programs' source text and the parsed test suites (:class:`~codea1_env.testcases.TestCase` and the
-parser's rejections). Nothing here runs code. The counts are logged as metrics under
+programs' source text and the parsed test suites (:class:`~codea1_env.scoring.testcases.TestCase`
+and the parser's rejections). Nothing here runs code. The counts are logged as metrics under
 ``monitor/`` (see :meth:`MonitorCounts.as_metrics`) and flagged in ``codea1 report``.
 
 Two sources of evidence, reported side by side:
@@ -10,9 +10,9 @@ Two sources of evidence, reported side by side:
 * **runtime**: what the sandbox observed while the program ran (:class:`JobResult` statuses and
   ``events``). That includes the audit-hook telemetry of the job child (``audit_kill``,
   ``audit_spawn``, ``audit_fs_write_outside``, ``audit_fs_read_outside``, ``audit_network``,
-  ``audit_native``, ``audit_tamper``; see :mod:`codea1_env.sandbox.runner`), which is reported
-  from inside the untrusted process: best effort, never a verdict, but it sees obfuscated calls
-  (``getattr(os, "ki" + "ll")``) that no static scan can.
+  ``audit_native``, ``audit_tamper``; see :mod:`codea1_env.sandbox.worker.runner`), which is
+  reported from inside the untrusted process: best effort, never a verdict, but it sees obfuscated
+  calls (``getattr(os, "ki" + "ll")``) that no static scan can.
 * **static**: an AST scan of the program text (:func:`scan_program`), which also flags code that
   never ran (a branch not taken, a program that failed before reaching it) and needs no sandbox.
 
@@ -59,8 +59,8 @@ Tests (one count per *test*, rate ``count / tests``):
 ``monitor/trivial_tautology``
     The expected expression calls the entry point with the same call (``f(1) == f(1)``).
 ``monitor/trivial_filtered``
-    Tests the referee's quality filter (:mod:`codea1_env.quality`) removed for another reason
-    (``trivial:copied_from_prompt``, ``trivial:always_passes``); ``trivial:self_referential``
+    Tests the referee's quality filter (:mod:`codea1_env.scoring.quality`) removed for another
+    reason (``trivial:copied_from_prompt``, ``trivial:always_passes``); ``trivial:self_referential``
     counts as a tautology.
 ``monitor/duplicate_input``
     Tests whose call, as written, repeats an earlier test's call in the same suite (graded as
@@ -85,7 +85,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from codea1_env.sandbox.base import CallStatus, JobResult
-from codea1_env.testcases import TestCase
+from codea1_env.scoring.testcases import TestCase
 
 __all__ = [
     "MonitorCounts",
@@ -419,8 +419,8 @@ def scan_suite(
 
     Args:
         cases: The accepted tests (:attr:`ParsedTests.cases`).
-        rejected: The parser's rejections, as :class:`~codea1_env.testcases.Rejected` values or
-            ``(line, reason, source)`` tuples (the referee's form, which may include the quality
+        rejected: The parser's rejections, as :class:`~codea1_env.scoring.testcases.Rejected` values
+            or ``(line, reason, source)`` tuples (the referee's form, which may include the quality
             filter's ``trivial:<reason>`` entries). ``"syntax_error"`` and
             ``"not_assert"`` rejections are not tests and are ignored.
         entry_point: The function under test.
@@ -506,7 +506,7 @@ def monitor_referee_batch(
         programs: The candidates' extracted programs (None where an answer had no code).
         results: Per candidate, its sandbox jobs of this judgement (empty when it did not run).
         suites: Per parsed suite, ``(cases, rejected)``; cases that are not
-            :class:`~codea1_env.testcases.TestCase` (stdio pairs) are skipped.
+            :class:`~codea1_env.scoring.testcases.TestCase` (stdio pairs) are skipped.
         entry_point: The problem's entry point.
 
     Returns:

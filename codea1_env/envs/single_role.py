@@ -16,16 +16,16 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.builders import DuelHost
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.env import duel_info, show_duel
+from codea1_env.envs.duel_env import duel_info, show_duel
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.host import DuelHost
+from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
-from codea1_env.mutation import MutantCache
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.scoring.mutation import MutantCache
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions
 
 __all__ = ["CoderEnv", "TesterEnv"]
@@ -88,7 +88,7 @@ class CoderEnv(_OneStepEnv):
             ``"mistake_book"`` (pass rate on the replayed mistake-book tests; 0 while the book is
             empty), or ``"gt+mistake_book"`` (Code-A1's coder reward with the GT tests as the
             test suite).
-        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+        Other arguments: as :class:`~codea1_env.envs.duel_env.CodeTestDuelEnv`.
 
     """
 
@@ -158,8 +158,8 @@ class TesterEnv(_OneStepEnv):
         p_gt: Probability that the candidate is the GT itself (a correct program: the tester's
             best answer is then valid tests, since nothing can fail).
         mutation_operators: Operators to draw mutants from (default: all of
-            :data:`codea1_env.mutation.OPERATORS`).
-        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+            :data:`codea1_env.scoring.mutation.OPERATORS`).
+        Other arguments: as :class:`~codea1_env.envs.duel_env.CodeTestDuelEnv`.
 
     """
 

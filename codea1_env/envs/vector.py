@@ -10,14 +10,14 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from codea1_env.builders import DuelHost
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.env import duel_info
+from codea1_env.envs.duel_env import duel_info
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.host import DuelHost
+from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions
 
 __all__ = ["CodeTestDuelVectorEnv"]
@@ -41,7 +41,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
     Args:
         num_envs: Number of sub-envs.
         group_size: Sub-envs per shared problem (must divide ``num_envs``).
-        Other arguments: as :class:`~codea1_env.env.CodeTestDuelEnv`.
+        Other arguments: as :class:`~codea1_env.envs.duel_env.CodeTestDuelEnv`.
 
     """
 
@@ -152,7 +152,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
 
     def render(self) -> tuple[str, ...] | None:
         """Text pictures of every sub-env's duel."""
-        from codea1_env.env import render_duel
+        from codea1_env.envs.duel_env import render_duel
 
         if self._duels is None:
             return None

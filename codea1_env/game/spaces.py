@@ -6,7 +6,7 @@ from typing import Any
 
 from gymnasium import spaces
 
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
 
 __all__ = [
     "MAX_CODE_CHARS",

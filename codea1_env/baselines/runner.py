@@ -5,8 +5,8 @@ ground-truth (GT) solution too, which may come from a user's ``reset(options={"p
 or a ``jsonl:`` file. So nothing here executes, evaluates or imports program text in this
 process. :class:`_Runner` sends each program with its inputs to a sandbox, in one batched call
 per batch of inputs, and memoises the plain values that come back. The sandbox is, in order of
-preference, the one handed in, the sandbox of a :class:`~codea1_env.referee.Referee` handed in
-(shared with an env, started lazily by the referee), or one the runner starts itself on first
+preference, the one handed in, the sandbox of a :class:`~codea1_env.scoring.referee.Referee` handed
+in (shared with an env, started lazily by the referee), or one the runner starts itself on first
 use with :func:`codea1_env.sandbox.factory.make_sandbox` and stops in :meth:`_Runner.close`.
 
 A run that raised, timed out, exited, crashed or returned a value that is not plain data is
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from codea1_env.referee import Referee
 from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox, SandboxUnavailable
+from codea1_env.scoring.referee import Referee
 
 
 class _Failed:

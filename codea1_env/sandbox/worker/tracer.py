@@ -1,11 +1,11 @@
 """Line-and-arc tracer of coverage jobs: runs inside the sandbox (standard library only).
 
 Imported by the worker as the top-level ``tracer`` (loaded with the trusted modules' private copy
-of ``builtins``, see ``worker.py``) and, in the trusted parent, as
-``codea1_env.sandbox.tracer`` (only for its constants and tests). A job with ``coverage=True``
-gets one :class:`ArcTracer` in its child; the runner starts it right before the program's top
-level (or one call) runs and stops it right after, then sends what it recorded with that status
-record as a flat list of integers ``[from1, to1, from2, to2, ...]``.
+of ``builtins``, see ``entry.py``) and, in the trusted parent, as
+``codea1_env.sandbox.worker.tracer`` (only for its constants and tests). A job with
+``coverage=True`` gets one :class:`ArcTracer` in its child; the runner starts it right before the
+program's top level (or one call) runs and stops it right after, then sends what it recorded with
+that status record as a flat list of integers ``[from1, to1, from2, to2, ...]``.
 
 What is recorded: the *arcs* of the program's own code objects, exactly as coverage.py's
 ``sys.settrace`` tracers (its C tracer and ``PyTracer``) record them:

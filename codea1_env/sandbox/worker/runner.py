@@ -3,8 +3,8 @@
 Runs inside the sandbox (imported by the zygote as the top-level ``runner``; standard library
 only). Function mode: the program runs once as module ``solution``, then each call expression is
 evaluated in its namespace and the value is encoded as exact-type plain data
-(:mod:`codea1_env.plain`), one record per call. Stdio mode: the program runs as ``__main__`` with
-the job's input on stdin; the parent keeps its stdout as the value.
+(:mod:`codea1_env.sandbox.worker.plain`), one record per call. Stdio mode: the program runs as
+``__main__`` with the job's input on stdin; the parent keeps its stdout as the value.
 
 Untrusted code may patch anything it can reach. The runner therefore holds its own references to
 what it needs, resolves builtin names through a private copy of ``builtins`` (the worker loads

@@ -1,6 +1,6 @@
 """The zygote: a clean fork server that never sees job data, and the confinement of its children.
 
-Runs inside the sandbox (imported by ``worker.py`` as the top-level ``zygote``; standard library
+Runs inside the sandbox (imported by ``entry.py`` as the top-level ``zygote``; standard library
 only). It receives a configuration message, pre-imports common modules, probes the isolation a
 child actually gets, then answers control messages: ``spawn`` (with four descriptors attached),
 ``kill``, ``stats`` and ``quit``. It never reads a job's program, inputs or outputs,

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.extraction import extract_code
-from codea1_env.plain import is_plain, to_source
 from codea1_env.problems.problem import Problem
+from codea1_env.sandbox.worker.plain import is_plain, to_source
+from codea1_env.scoring.extraction import extract_code
 
 LARGE_INT = 10**6
 """The "large value" boundary input for integer arguments."""

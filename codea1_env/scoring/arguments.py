@@ -16,7 +16,7 @@ import ast
 import functools
 from typing import Any
 
-from codea1_env import plain
+from codea1_env.sandbox.worker import plain
 
 __all__ = ["MISSING", "arguments_expression", "literal_call", "literal_value"]
 

@@ -1,14 +1,15 @@
 """The wire protocol between the trusted parent, the zygote and job children (stdlib only).
 
-This module is imported twice under two names: as ``codea1_env.sandbox.protocol`` by the trusted
-parent, and as the top-level ``protocol`` by the worker scripts inside the sandbox (which see
-only the standard library and the worker files). It must therefore import nothing else.
+This module is imported twice under two names: as ``codea1_env.sandbox.worker.protocol`` by the
+trusted parent, and as the top-level ``protocol`` by the worker scripts inside the sandbox (which
+see only the standard library and the worker files). It must therefore import nothing else.
 
 * Control messages (parent <-> zygote) are JSON objects, one per ``SOCK_SEQPACKET`` packet, with
   descriptors attached to ``spawn`` messages (``SCM_RIGHTS``).
 * Job headers (parent -> child, on the child's stdin pipe) and result records (child -> parent,
   on descriptor :data:`RESULT_FD`) are length-prefixed JSON frames: a 4-byte big-endian length,
-  then the JSON text. Result values inside records are tagged JSON (:mod:`codea1_env.plain`).
+  then the JSON text. Result values inside records are tagged JSON
+  (:mod:`codea1_env.sandbox.worker.plain`).
 
 Result records, as a child writes them:
 
@@ -124,7 +125,7 @@ def read_exact(fd: int, size: int) -> bytes:
 def trusted_builtins() -> dict[str, Any]:
     """The builtins dictionary the trusted worker modules resolve names through.
 
-    Inside a worker, ``worker.py`` loads its trusted modules with ``__builtins__`` set to a
+    Inside a worker, ``entry.py`` loads its trusted modules with ``__builtins__`` set to a
     private copy of ``builtins.__dict__`` made before any job ran, so that a program that patches
     or empties the real ``builtins`` module changes only its own view. Returns that copy there;
     anywhere else, a fresh copy.

@@ -8,14 +8,14 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.builders import DuelHost
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.host import DuelHost
+from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions
 
 __all__ = ["CodeTestDuelEnv"]
@@ -113,8 +113,8 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     )
     ```
 
-    ``referee=`` shares one :class:`~codea1_env.referee.Referee` (sandbox, rewards, mistake book)
-    between several envs and a trainer; it overrides the scoring arguments.
+    ``referee=`` shares one :class:`~codea1_env.scoring.referee.Referee` (sandbox, rewards, mistake
+    book) between several envs and a trainer; it overrides the scoring arguments.
     ``stability=`` takes :class:`~codea1_env.stability.StabilityOptions` (or a dict of them):
     curriculum, hard-problems-only, code anonymization, a bounded and refreshed mistake book,
     and trivial-test filtering; all off by default, as in the paper.
@@ -122,8 +122,8 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     ## Vectorized environment
 
     ``gym.make_vec("CodeTestDuel-v0", num_envs=N, vectorization_mode="vector_entry_point")``
-    returns :class:`~codea1_env.vector.CodeTestDuelVectorEnv`, whose step scores all sub-envs in
-    one sandbox call (``group_size=8`` gives 8 sub-envs the same problem, as GRPO groups do).
+    returns :class:`~codea1_env.envs.vector.CodeTestDuelVectorEnv`, whose step scores all sub-envs
+    in one sandbox call (``group_size=8`` gives 8 sub-envs the same problem, as GRPO groups do).
 
     ## Version History
 

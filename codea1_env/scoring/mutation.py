@@ -4,8 +4,8 @@ A *mutant* is the program with exactly one small change, the kind of slip a prog
 ``<`` that should have been ``<=``, a bound that is off by one, ``and`` for ``or``, ``+`` for
 ``-``, a wrong return value. Mutants serve two purposes in this package:
 
-* the scripted :class:`~codea1_env.scripted.MutantCoder` submits them as plausible wrong answers,
-  and the tester-training env uses them as the pool of candidates to break;
+* the scripted :class:`~codea1_env.baselines.scripted.MutantCoder` submits them as plausible wrong
+  answers, and the tester-training env uses them as the pool of candidates to break;
 * the mutation score of a test suite (mut@k: the share of the ground truth's mutants killed by
   its first k tests) is computed over them.
 

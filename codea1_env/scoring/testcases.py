@@ -4,7 +4,7 @@ A Test LLM answers with prose, code fences and lines such as ``assert add(1, 2) 
 module extracts the code, parses it with :mod:`ast`, keeps only the shape Code-A1 accepts, and
 returns every outcome as a value with a reason: :func:`parse_tests` never raises for any ``str``.
 Code extraction (:func:`extract_code`, :func:`extract_fenced_blocks`) and stdio pairs
-(:func:`parse_io_pairs`) live in :mod:`codea1_env.extraction` and are re-exported here.
+(:func:`parse_io_pairs`) live in :mod:`codea1_env.scoring.extraction` and are re-exported here.
 
 Accepted shape (the authors' rule 1, DESIGN.md): ``assert ENTRY(args...) == EXPECTED`` (an
 optional assert message is ignored). The outer call must call ``entry_point`` by plain name (the
@@ -64,7 +64,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codea1_env.extraction import (
+from codea1_env.problems.problem import IOPair
+from codea1_env.sandbox.worker.plain import python_equal, to_source
+from codea1_env.scoring.extraction import (
     _PYTHON_TAGS,
     ParsedIOPairs,
     Rejected,
@@ -73,9 +75,7 @@ from codea1_env.extraction import (
     extract_fenced_blocks,
     parse_io_pairs,
 )
-from codea1_env.plain import python_equal, to_source
-from codea1_env.problems.problem import IOPair
-from codea1_env.rewards import INLINE_POLICIES, InlinePolicy
+from codea1_env.scoring.rewards import INLINE_POLICIES, InlinePolicy
 
 __all__ = [
     "EMPTY_REASONS",
@@ -670,7 +670,7 @@ def grade_suite(
     form (:func:`case_key`) equals one already kept, it is a duplicate: invalid, not kept; else it
     is KEPT with the GT value as its expectation, and if its expected expression failed to
     evaluate or ``not equal(expected, gt)``, it is also invalid. Every test is graded:
-    there is no cap at K (K only divides, in :mod:`codea1_env.rewards`).
+    there is no cap at K (K only divides, in :mod:`codea1_env.scoring.rewards`).
 
     Args:
         cases: Parsed tests, in order.
@@ -678,7 +678,8 @@ def grade_suite(
         gt_values: The GT's value for each call (ignored where ``gt_call_ok`` is False).
         expected_ok: Whether each expected expression evaluated to a plain value.
         expected_values: Each expected value (ignored where ``expected_ok`` is False).
-        equal: The value comparison (:func:`codea1_env.plain.equality`; default Python's ``==``).
+        equal: The value comparison (:func:`codea1_env.sandbox.worker.plain.equality`; default
+            Python's ``==``).
 
     Raises:
         ValueError: the sequences differ in length (a caller error).

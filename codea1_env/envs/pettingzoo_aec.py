@@ -1,7 +1,7 @@
 """The duel as a PettingZoo AEC environment (agents ``"coder"`` and ``"tester"``).
 
-A thin adapter over :class:`~codea1_env.duel.Duel`; scoring goes through the same referee as the
-Gymnasium env. The coder's reward arrives when the tester has moved, through PettingZoo's
+A thin adapter over :class:`~codea1_env.game.duel.Duel`; scoring goes through the same referee as
+the Gymnasium env. The coder's reward arrives when the tester has moved, through PettingZoo's
 cumulative rewards (``env.last()`` or ``env.rewards`` after the tester's step).
 
 ```python
@@ -23,14 +23,14 @@ from typing import Any
 
 from gymnasium.utils import seeding
 
-from codea1_env.builders import DuelHost
-from codea1_env.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.env import duel_info, show_duel
+from codea1_env.envs.duel_env import duel_info, show_duel
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.host import DuelHost
+from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
 from codea1_env.sandbox.base import Limits, Sandbox
-from codea1_env.spaces import action_space, observation_space, observe
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions
 
 try:
@@ -47,7 +47,7 @@ _ROLES = {"coder": Role.CODER, "tester": Role.TESTER}
 
 
 class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
-    """Agents ``coder`` then ``tester``; arguments as :class:`~codea1_env.env.CodeTestDuelEnv`."""
+    """Agents ``coder`` then ``tester``; arguments as :class:`~.duel_env.CodeTestDuelEnv`."""
 
     metadata = {
         "name": "codetestduel_v0",

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.curriculum import Curriculum, hard_only
-from codea1_env.duel import Duel, DuelOutcome, score_duels
+from codea1_env.game.duel import Duel, DuelOutcome, score_duels
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, SqliteMistakeBook
 from codea1_env.problems import Problem, ProblemSource, load_source, problem_from_dict
-from codea1_env.referee import Referee
-from codea1_env.rewards import RewardConfig
+from codea1_env.problems.curriculum import Curriculum, hard_only
 from codea1_env.sandbox.base import Limits, Sandbox
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions, make_stability
 
 __all__ = ["DuelHost", "ProblemPicker", "make_limits", "make_mistake_book", "make_referee"]
@@ -81,7 +81,7 @@ class ProblemPicker:
         source: A :class:`ProblemSource`, a spec for :func:`load_source` (``"bank"``,
             ``"humaneval"``, ``"procedural"``, ``"jsonl:PATH"``, ...), or a list of problems.
         stability: ``hard_only`` filters the source; ``curriculum`` wraps it in a
-            :class:`~codea1_env.curriculum.Curriculum`.
+            :class:`~codea1_env.problems.curriculum.Curriculum`.
     """
 
     def __init__(self, source: Any = "bank", stability: StabilityOptions | None = None) -> None:

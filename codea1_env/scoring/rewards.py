@@ -4,9 +4,10 @@ The referee counts passes and failures; this module turns the counts into reward
 the authors' (DESIGN.md "Code-A1 facts", rules 3-7, checked against ZJU-REAL/Code-A1
 ``code/rl/reward.py``); every formula is stated in the docstring of the function that computes it.
 
-Counts of one suite after GT correction (see :func:`codea1_env.testcases.grade_suite`): ``n_kept``
-tests are kept (those the GT ran, without duplicates, including those whose expectation the GT
-corrected), ``n_invalid`` tests are invalid (raised on the GT, duplicates, wrong expectations).
+Counts of one suite after GT correction (see :func:`codea1_env.scoring.testcases.grade_suite`):
+``n_kept`` tests are kept (those the GT ran, without duplicates, including those whose expectation
+the GT corrected), ``n_invalid`` tests are invalid (raised on the GT, duplicates, wrong
+expectations).
 
 Code LLM (per code):
 
@@ -59,7 +60,7 @@ __all__ = [
 ]
 
 InlinePolicy = Literal["arguments", "anywhere"]
-"""How a tester's remembered assignments are substituted (see :mod:`codea1_env.testcases`)."""
+"""How a tester's remembered assignments are substituted (see :mod:`.testcases`)."""
 
 INLINE_POLICIES: tuple[str, ...] = get_args(InlinePolicy)
 """How a tester's remembered assignments are substituted (:attr:`RewardConfig.inline`)."""
@@ -86,12 +87,12 @@ class RewardConfig:
         inline: How the tester's remembered assignments enter its asserts: ``"arguments"``
             (the authors' rule 1: a bare remembered name passed as an argument is replaced by
             its expression) or ``"anywhere"`` (codea1's option: names are substituted anywhere
-            in the call and the expected side); see :mod:`codea1_env.testcases`.
+            in the call and the expected side); see :mod:`codea1_env.scoring.testcases`.
         equality: How a returned value is compared with the GT's (for a candidate's pass and a
             tester's expectation): ``"python"`` (the authors' ``==``: ``1 == 1.0 == True``,
             floats exact) or ``"strict"`` (codea1's option: types must match at every level,
             floats within ``math.isclose`` tolerances, NaN equals NaN); see
-            :mod:`codea1_env.plain`.
+            :mod:`codea1_env.sandbox.worker.plain`.
         coverage_bonus: Weight of an optional tester bonus, LCov@K of the GT by the suite's
             first K kept tests (traced in the sandbox). 0 (off, the paper) by default.
         mutation_bonus: Weight of an optional tester bonus, the share of the GT's mutants

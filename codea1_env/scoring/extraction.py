@@ -3,7 +3,7 @@
 :func:`extract_fenced_blocks` and :func:`extract_code` take code out of prose with Markdown fences;
 :func:`parse_io_pairs` reads a tester's stdin/stdout examples for stdio problems. Nothing here
 raises for any ``str``: what did not become a pair is a :class:`Rejected` value with a reason.
-These names are also importable from :mod:`codea1_env.testcases`.
+These names are also importable from :mod:`codea1_env.scoring.testcases`.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class Rejected:
     Attributes:
         line: 1-based line in the extracted code (0 when unknown).
         source: The offending source, truncated to 200 characters.
-        reason: One of :data:`~codea1_env.testcases.REJECT_REASONS`.
+        reason: One of :data:`~codea1_env.scoring.testcases.REJECT_REASONS`.
 
     """
 

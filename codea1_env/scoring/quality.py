@@ -22,7 +22,7 @@ import ast
 import re
 from collections import OrderedDict
 
-from codea1_env.testcases import TestCase
+from codea1_env.scoring.testcases import TestCase
 
 __all__ = ["PassHistory", "trivial_reason"]
 

@@ -1,10 +1,11 @@
 """The game of one duel, independent of any RL API.
 
 A :class:`Duel` is one problem played once: the coder submits an answer, the tester reads the
-extracted program (white-box) and submits tests, and the :class:`~codea1_env.referee.Referee`
-scores both. The Gymnasium env, the vector env and the PettingZoo view are thin adapters over this
-class; :func:`score_duels` scores many finished duels with one sandbox call, and :func:`judge_grid`
-scores the trainer's ``problems x codes x suites`` grid of duels the same way.
+extracted program (white-box) and submits tests, and the
+:class:`~codea1_env.scoring.referee.Referee` scores both. The Gymnasium env, the vector env and the
+PettingZoo view are thin adapters over this class; :func:`score_duels` scores many finished duels
+with one sandbox call, and :func:`judge_grid` scores the trainer's ``problems x codes x suites``
+grid of duels the same way.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codea1_env.anonymize import anonymize
+from codea1_env.game.anonymize import anonymize
 from codea1_env.problems.problem import Problem
-from codea1_env.referee import Judgement, Referee
-from codea1_env.testcases import extract_code
+from codea1_env.scoring.referee import Judgement, Referee
+from codea1_env.scoring.testcases import extract_code
 
 __all__ = [
     "MAX_ACTION_CHARS",
@@ -168,7 +169,7 @@ class Duel:
             action: The coder's answer (any object; see :func:`check_move`).
             max_chars: Longest answer that can score.
             anonymize_code: Show the tester an anonymized program (see
-                :mod:`codea1_env.anonymize`).
+                :mod:`codea1_env.game.anonymize`).
         """
         if self.role is not Role.CODER:
             raise RuntimeError(f"it is not the coder's turn (turn: {self.role})")

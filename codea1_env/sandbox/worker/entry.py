@@ -1,4 +1,4 @@
-"""Entry point of a sandbox worker process: ``python -S -s -B worker.py --fd N | --connect PATH``.
+"""Entry point of a sandbox worker process: ``python -S -s -B entry.py --fd N | --connect PATH``.
 
 Runs inside bubblewrap, namespaces or a container, with the standard library and the worker
 files (this script, ``protocol.py``, ``zygote.py``, ``runner.py``, ``tracer.py``) next to each
@@ -63,7 +63,7 @@ def _connect(path: str) -> socket.socket:
 def main(argv: list[str]) -> int:
     """Entry point: ``--fd N`` (inherited socket) or ``--connect PATH`` (listening socket)."""
     if len(argv) != 2 or argv[0] not in ("--fd", "--connect"):
-        sys.stderr.write("usage: worker.py --fd N | --connect PATH\n")
+        sys.stderr.write("usage: entry.py --fd N | --connect PATH\n")
         return 2
     if argv[0] == "--fd":
         control = socket.socket(fileno=int(argv[1]))

@@ -7,25 +7,25 @@ and the trainer all call :meth:`Referee.judge_many`; none re-implements scoring.
 
 One judgement, step by step (Code-A1 semantics, see DESIGN.md):
 
-1. Extract each coder's program (:func:`~codea1_env.testcases.extract_code`) and parse each
-   tester's text into test cases (:func:`~codea1_env.testcases.parse_tests`; stdio problems:
-   :func:`~codea1_env.testcases.parse_io_pairs`).
+1. Extract each coder's program (:func:`~codea1_env.scoring.testcases.extract_code`) and parse each
+   tester's text into test cases (:func:`~codea1_env.scoring.testcases.parse_tests`; stdio problems:
+   :func:`~codea1_env.scoring.testcases.parse_io_pairs`).
 2. Build one sandbox batch: the GT program on every distinct generated call, on every expected
    expression that is not a plain literal, and on the problem's GT tests; each distinct candidate
    program on the distinct calls of all the suites written against it, the replayed mistake-book
    tests and the GT tests (identical programs of a problem share one job; each sample keeps its
    own verdicts). GT results are cached per (GT program, call), so a call is run on the GT once
    per referee.
-3. Grade each suite against the GT (:func:`~codea1_env.testcases.grade_suite`, rule 2): calls
-   the GT cannot run and duplicates are invalid and not kept; every other test is kept with the
-   GT's value as its expectation, and counted invalid too when the tester's expectation was wrong.
-   No cap at K: every kept test runs against the candidate.
+3. Grade each suite against the GT (:func:`~codea1_env.scoring.testcases.grade_suite`, rule 2):
+   calls the GT cannot run and duplicates are invalid and not kept; every other test is kept with
+   the GT's value as its expectation, and counted invalid too when the tester's expectation was
+   wrong. No cap at K: every kept test runs against the candidate.
 4. Compare each candidate value with the GT value in this (trusted) process with
    the configured equality (:attr:`RewardConfig.equality`: Python's ``==`` by default, as the
    authors compare); the untrusted process never sees an expected value.
-5. Score with :mod:`codea1_env.rewards` (rules 3-7) and, when asked, update the mistake book once
-   per problem (rule 8): first -1 for every (valid code, replayed test) that passed, then +1 for
-   every (valid code, suite, kept test) that failed.
+5. Score with :mod:`codea1_env.scoring.rewards` (rules 3-7) and, when asked, update the mistake book
+   once per problem (rule 8): first -1 for every (valid code, replayed test) that passed, then +1
+   for every (valid code, suite, kept test) that failed.
 """
 
 from __future__ import annotations
@@ -42,22 +42,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from codea1_env import plain
-from codea1_env.arguments import MISSING, arguments_expression, literal_call, literal_value
 from codea1_env.mistake_book import BookEntry, InMemoryMistakeBook, MistakeBook
-from codea1_env.monitor import monitor_referee_batch
 from codea1_env.problems.problem import IOPair, Problem
-from codea1_env.quality import PassHistory, trivial_reason
-from codea1_env.rewards import (
+from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult, Limits, Sandbox
+from codea1_env.sandbox.worker import plain
+from codea1_env.scoring.arguments import MISSING, arguments_expression, literal_call, literal_value
+from codea1_env.scoring.monitor import monitor_referee_batch
+from codea1_env.scoring.quality import PassHistory, trivial_reason
+from codea1_env.scoring.rewards import (
     CoderReward,
     RewardConfig,
     TesterReward,
     score_coder,
     tester_reward,
 )
-from codea1_env.sandbox.base import CallResult, CallStatus, Job, JobResult, Limits, Sandbox
-from codea1_env.stability import StabilityOptions
-from codea1_env.testcases import (
+from codea1_env.scoring.testcases import (
     SuiteGrading,
     TestCase,
     extract_code,
@@ -65,6 +64,7 @@ from codea1_env.testcases import (
     parse_io_pairs,
     parse_tests,
 )
+from codea1_env.stability import StabilityOptions
 
 __all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
@@ -611,7 +611,7 @@ class Referee:
         if not calls:
             return
         if self._mutants is None:
-            from codea1_env.mutation import MutantCache
+            from codea1_env.scoring.mutation import MutantCache
 
             self._mutants = MutantCache()
         mutants = self._mutants.get(plan.problem.gt_program, max_mutants=BONUS_MUTANTS)
