@@ -1,0 +1,13 @@
+"""Kept as a documented import path; the code lives in :mod:`codea1_env.envs.tokens`."""
+
+from codea1_env.envs.tokens import (
+    DEFAULT_TESTER_VOCAB,
+    END,
+    TokenEnv,
+)
+
+__all__ = [
+    "DEFAULT_TESTER_VOCAB",
+    "END",
+    "TokenEnv",
+]
