@@ -59,6 +59,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import types
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -75,7 +76,9 @@ from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallStatus, Limits
 from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.scoring import plan as plan_module
 from codea1_env.scoring import referee as referee_module
+from codea1_env.scoring import score as score_module
 from codea1_env.scoring.mutation import generate_mutants
 from codea1_env.scoring.referee import Referee
 from codea1_env.scoring.rewards import RewardConfig
@@ -255,13 +258,16 @@ def referee_pass(
 
 
 @contextlib.contextmanager
-def _timed(owner: Any, name: str, totals: dict[str, float]) -> Iterator[None]:
-    """Replace ``owner.name`` by a wrapper that adds its wall seconds to ``totals[name]``.
+def _timed(
+    owner: Any, name: str, totals: dict[str, float], key: str | None = None
+) -> Iterator[None]:
+    """Replace ``owner.name`` by a wrapper that adds its wall seconds to ``totals[key]``.
 
-    A float it returns is added to ``totals[name + ":returned"]`` (``_materialize`` returns the
-    seconds it spent in the sandbox).
+    ``key`` defaults to ``name``. A float it returns is added to ``totals[key + ":returned"]``
+    (``_materialize`` returns the seconds it spent in the sandbox).
     """
     original = getattr(owner, name)
+    key = key or name
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -270,15 +276,15 @@ def _timed(owner: Any, name: str, totals: dict[str, float]) -> Iterator[None]:
             result = original(*args, **kwargs)
             return result
         finally:
-            totals[name] = totals.get(name, 0.0) + time.perf_counter() - started
+            totals[key] = totals.get(key, 0.0) + time.perf_counter() - started
             if isinstance(result, float):
-                totals[name + ":returned"] = totals.get(name + ":returned", 0.0) + result
+                totals[key + ":returned"] = totals.get(key + ":returned", 0.0) + result
 
     setattr(owner, name, wrapper)
     try:
         yield
     finally:
-        if owner is referee_module:
+        if isinstance(owner, types.ModuleType):
             setattr(owner, name, original)
         else:
             delattr(owner, name)  # the instance attribute goes; the class's method shows again
@@ -302,17 +308,25 @@ class _TimedSandbox:
         return getattr(self.inner, name)
 
 
-_REFEREE_STEPS = (
-    "judge_many",
-    "_plan",
-    "_parse",
-    "_materialize",
-    "_add_gt_jobs",
-    "_add_candidate_jobs",
-    "_score",
-    "_grade",
-    "_update_book",
-)
+def _referee_steps(referee: Referee) -> list[tuple[Any, str, str]]:
+    """``(owner, attribute, phase key)`` of each timed step of ``judge_many``.
+
+    The keys are the step names from before the referee's split into :mod:`codea1_env.scoring`
+    modules, so the phases below (and earlier results) keep their meaning.
+    """
+    return [
+        (referee, "judge_many", "judge_many"),
+        (referee, "_plan", "_plan"),
+        (referee._parser, "parse", "_parse"),
+        (referee, "_materialize", "_materialize"),
+        (referee_module, "add_gt_jobs", "_add_gt_jobs"),
+        (referee_module, "add_candidate_jobs", "_add_candidate_jobs"),
+        (referee_module, "score_plan", "_score"),
+        (score_module, "grade", "_grade"),
+        (referee_module, "apply_judgement", "_update_book"),
+        (plan_module, "program_of", "_program_of"),
+        (referee_module, "monitor_referee_batch", "monitor_referee_batch"),
+    ]
 
 
 def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBook) -> dict:
@@ -334,12 +348,10 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
     )
     t: dict[str, float] = collections.defaultdict(float)
     with contextlib.ExitStack() as stack:
-        for name in _REFEREE_STEPS:
-            stack.enter_context(_timed(referee, name, t))
+        for owner, name, key in _referee_steps(referee):
+            stack.enter_context(_timed(owner, name, t, key))
         for name in ("top", "size"):
             stack.enter_context(_timed(referee.mistake_book, name, t))
-        for name in ("_program_of", "monitor_referee_batch"):
-            stack.enter_context(_timed(referee_module, name, t))
         wall = time.perf_counter()
         for chunk in batches(duels, batch):
             referee.judge_many(chunk)
