@@ -115,7 +115,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
             group_options = {"problem_id": ids[group]} if ids is not None else options
             problems.append(self.host.picker.pick(self.np_random, group_options))
         self._duels = [Duel(problems[i // self.group_size]) for i in range(self.num_envs)]
-        return self._observations(), self._infos(np.ones(self.num_envs, dtype=bool))
+        return self._observations(), self._infos()
 
     def step(
         self, actions: Sequence[Any]
@@ -148,7 +148,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
                 rewards[i] = outcome.rewards["coder" if golden else "tester"]
                 terminated[i] = True
         truncated = np.zeros(self.num_envs, dtype=bool)
-        return self._observations(), rewards, terminated, truncated, self._infos(terminated)
+        return self._observations(), rewards, terminated, truncated, self._infos()
 
     def render(self) -> tuple[str, ...] | None:
         """Text pictures of every sub-env's duel."""
@@ -178,7 +178,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
             "code": tuple(o["code"] for o in single),
         }
 
-    def _infos(self, mask: np.ndarray) -> dict[str, Any]:
+    def _infos(self) -> dict[str, Any]:
         """Vector-style infos: per key an object array plus a ``_key`` presence mask."""
         assert self._duels is not None
         per_env = [duel_info(d) for d in self._duels]
@@ -206,5 +206,4 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
                     values[i] = info.get(key)
                 out[key] = values
             out["_" + key] = present
-        del mask
         return out

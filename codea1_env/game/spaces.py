@@ -65,23 +65,19 @@ def clean_text(text: str, limit: int) -> str:
     return "".join(ch if ch in _ALLOWED else REPLACEMENT for ch in text)
 
 
-def observe(
-    duel: Duel | None, role: Role | None = None, shown_code: str | None = None
-) -> dict[str, Any]:
+def observe(duel: Duel | None, role: Role | None = None) -> dict[str, Any]:
     """The observation of ``duel`` for ``role`` (default: whose turn, or the tester at the end).
 
     Args:
         duel: The duel, or None for an empty observation.
-        role: The role to observe for.
-        shown_code: The code to show the tester (defaults to the extracted program; the
-            anonymization option passes a rewritten program here).
+        role: The role to observe for (the tester sees :attr:`Duel.shown_program`).
 
     """
     if duel is None:
         return {"role": 0, "prompt": "", "entry_point": "", "code": ""}
     if role is None:
         role = duel.role if duel.role is not None else Role.TESTER
-    code = "" if role is Role.CODER else (duel.shown_program if shown_code is None else shown_code)
+    code = "" if role is Role.CODER else duel.shown_program
     return {
         "role": int(role),
         "prompt": clean_text(duel.problem.prompt, MAX_PROMPT_CHARS),

@@ -87,7 +87,6 @@ def describe_exception(exc: BaseException) -> str:
 _type = type
 _getpid = os.getpid
 _clock = time.perf_counter
-_dict = dict
 _str = str
 _BaseException = BaseException
 _get_recursion_limit = sys.getrecursionlimit
