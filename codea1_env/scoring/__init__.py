@@ -1,10 +1,23 @@
 """Scoring: everything between a policy's text and the two rewards.
 
+The referee and the steps of one judgement, in order:
+
 * :mod:`.referee`: :class:`~.referee.Referee`, the single scoring path (one referee for every
-  view, trainer and integration);
+  view, trainer and integration): its state, and the sandbox runs;
+* :mod:`.plan`: parsing, the batch's jobs and the GT cache (steps 1-2);
+* :mod:`.materialize`: generated calls rewritten on literal arguments;
+* :mod:`.score`: GT correction, the candidates' verdicts and both rewards (steps 3-5);
+* :mod:`.book`: the mistake book's upkeep (rule 8, bounds, refresh);
+* :mod:`.metrics`: a judgement's aggregates;
+* :mod:`.verdicts`: what a judgement reports.
+
+What those steps use:
+
 * :mod:`.rewards`: Code-A1's reward formulas, pure functions;
 * :mod:`.extraction`: code and stdin/stdout examples out of a model's Markdown answer;
-* :mod:`.testcases`: a Test LLM's text turned into test cases, and their grading against the GT;
+* :mod:`.testcases`: a Test LLM's text parsed into test cases;
+* :mod:`.inliner`: the AST substitution of the ``"anywhere"`` inline policy;
+* :mod:`.grading`: the GT correction's bookkeeping (rules 2-3);
 * :mod:`.arguments`: test inputs as literal values;
 * :mod:`.quality`: tests rejected as trivial before they count;
 * :mod:`.monitor`: the reward-hacking monitor;

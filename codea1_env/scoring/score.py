@@ -20,6 +20,7 @@ from codea1_env.problems.problem import IOPair
 from codea1_env.sandbox.base import CallResult, CallStatus, JobResult
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.arguments import MISSING, literal_value
+from codea1_env.scoring.grading import SuiteGrading, grade_suite
 from codea1_env.scoring.metrics import judgement_metrics
 from codea1_env.scoring.plan import GtCache, ParsedSuite, Plan, call_key, digest, normalize
 from codea1_env.scoring.quality import PassHistory
@@ -30,7 +31,7 @@ from codea1_env.scoring.rewards import (
     score_coder,
     tester_reward,
 )
-from codea1_env.scoring.testcases import SuiteGrading, TestCase, grade_suite
+from codea1_env.scoring.testcases import TestCase
 from codea1_env.scoring.verdicts import Judgement, SuiteVerdict, TestVerdict
 from codea1_env.stability import StabilityOptions
 

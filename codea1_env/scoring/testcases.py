@@ -51,8 +51,9 @@ Why no case was found (:attr:`ParsedTests.reason`, :data:`EMPTY_REASONS`): ``"em
 text), ``"syntax_error"`` (nothing parsed), ``"no_asserts"`` (code parsed but held no assert),
 ``"no_valid_asserts"`` (asserts were found, all rejected).
 
-Ground-truth (GT) correction happens in the referee; :func:`grade_suite` holds its pure
-bookkeeping (rules 2 and 3).
+Ground-truth (GT) correction happens in the referee; its pure bookkeeping (rules 2 and 3,
+:func:`grade_suite`) lives in :mod:`codea1_env.scoring.grading` and the ``"anywhere"`` policy's
+AST substitution in :mod:`codea1_env.scoring.inliner`; both are re-exported here.
 """
 
 from __future__ import annotations
@@ -60,12 +61,9 @@ from __future__ import annotations
 import ast
 import copy
 import warnings
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from codea1_env.problems.problem import IOPair
-from codea1_env.sandbox.worker.plain import python_equal, to_source
 from codea1_env.scoring.extraction import (
     _PYTHON_TAGS,
     ParsedIOPairs,
@@ -75,6 +73,8 @@ from codea1_env.scoring.extraction import (
     extract_fenced_blocks,
     parse_io_pairs,
 )
+from codea1_env.scoring.grading import GradedTest, GradeStatus, SuiteGrading, case_key, grade_suite
+from codea1_env.scoring.inliner import TOO_LARGE, UNRESOLVED, Inliner, bound_names
 from codea1_env.scoring.rewards import INLINE_POLICIES, InlinePolicy
 
 __all__ = [
@@ -345,13 +345,6 @@ def _segment(lines: list[str], node: ast.stmt) -> str:
     return text
 
 
-_UNRESOLVED = "unresolved_name"
-"""Marker stored for names bound by an assignment that cannot be inlined."""
-
-_TOO_LARGE = "too_long"
-"""Marker stored for names whose inlined value exceeds :data:`MAX_EXPRESSION_NODES`."""
-
-
 class _SuiteParser:
     """Walks top-level statements in order, inlining assignments and collecting cases."""
 
@@ -392,7 +385,7 @@ class _SuiteParser:
                 and len(stmt.targets) == 1
                 and isinstance(stmt.targets[0], ast.Name)
             ):
-                self.env[stmt.targets[0].id] = (stmt.value, _Inliner({}).cost(stmt.value))
+                self.env[stmt.targets[0].id] = (stmt.value, Inliner({}).cost(stmt.value))
             return
         bindings: list[tuple[str, Any]] = []
         if isinstance(stmt, ast.Assign):
@@ -408,7 +401,7 @@ class _SuiteParser:
                 combined = ast.BinOp(left=ast.Name(name, ast.Load()), op=stmt.op, right=stmt.value)
                 bindings.append((name, self.inline(combined)))
             else:
-                bindings.extend((n, _UNRESOLVED) for n in _bound_names(stmt.target))
+                bindings.extend((n, UNRESOLVED) for n in bound_names(stmt.target))
         if any(name == self.entry_point for name, _ in bindings):
             self.reject(line, source, "shadows_entry_point")
         for name, value in bindings:
@@ -416,7 +409,7 @@ class _SuiteParser:
                 self.env[name] = value
 
     def bind(self, target: ast.expr, value: ast.expr) -> list[tuple[str, Any]]:
-        """Return ``(name, inlined value or _UNRESOLVED)`` for each name ``target`` binds."""
+        """Return ``(name, inlined value or UNRESOLVED)`` for each name ``target`` binds."""
         if isinstance(target, ast.Name):
             return [(target.id, self.inline(value))]
         if (
@@ -429,18 +422,18 @@ class _SuiteParser:
             for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
                 out.extend(self.bind(sub_target, sub_value))
             return out
-        return [(name, _UNRESOLVED) for name in _bound_names(target)]
+        return [(name, UNRESOLVED) for name in bound_names(target)]
 
     def inline(self, expr: ast.expr) -> Any:
         """Substitute known names into ``expr``; return ``(expr, nodes)`` or a marker string.
 
-        The marker is :data:`_TOO_LARGE` when the result would exceed
-        :data:`MAX_EXPRESSION_NODES` (or a name used holds that marker), else :data:`_UNRESOLVED`
+        The marker is :data:`TOO_LARGE` when the result would exceed
+        :data:`MAX_EXPRESSION_NODES` (or a name used holds that marker), else :data:`UNRESOLVED`
         when a name used was bound by an assignment that could not be inlined.
         """
-        inliner = _Inliner(self.env)
+        inliner = Inliner(self.env)
         if inliner.cost(expr) > MAX_EXPRESSION_NODES:
-            return _TOO_LARGE
+            return TOO_LARGE
         result = inliner.visit(copy.deepcopy(expr))
         if inliner.failure:
             return inliner.failure
@@ -468,7 +461,7 @@ class _SuiteParser:
             call, expected = self.substitute_arguments(left), (right, 0)
         if isinstance(call, str) or isinstance(expected, str):
             failures = {f for f in (call, expected) if isinstance(f, str)}
-            self.reject(line, source, _TOO_LARGE if _TOO_LARGE in failures else _UNRESOLVED)
+            self.reject(line, source, TOO_LARGE if TOO_LARGE in failures else UNRESOLVED)
             return
         case = TestCase(ast.unparse(call[0]), ast.unparse(expected[0]), line, source)
         if len(self.cases) >= self.max_cases:
@@ -489,8 +482,8 @@ class _SuiteParser:
             args=[value(arg) for arg in call.args],
             keywords=[ast.keyword(arg=kw.arg, value=value(kw.value)) for kw in call.keywords],
         )
-        if _Inliner({}).cost(resolved) > MAX_EXPRESSION_NODES:
-            return _TOO_LARGE
+        if Inliner({}).cost(resolved) > MAX_EXPRESSION_NODES:
+            return TOO_LARGE
         return (resolved, 0)
 
     def is_entry_call(self, node: ast.expr) -> bool:
@@ -499,219 +492,3 @@ class _SuiteParser:
             and isinstance(node.func, ast.Name)
             and node.func.id == self.entry_point
         )
-
-
-def _bound_names(target: ast.expr) -> list[str]:
-    """Names a (possibly nested) assignment target binds; attributes/subscripts bind none."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Starred):
-        return _bound_names(target.value)
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return [n for elt in target.elts for n in _bound_names(elt)]
-    return []
-
-
-class _Inliner(ast.NodeTransformer):
-    """Replace free names by their assigned expressions; lambda/comprehension scopes respected."""
-
-    def __init__(self, env: dict[str, Any]) -> None:
-        self.env = env
-        self.shadowed: list[set[str]] = []
-        self.failure = ""  # a marker when a name could not be substituted
-
-    def is_shadowed(self, name: str) -> bool:
-        return any(name in scope for scope in self.shadowed)
-
-    def cost(self, node: ast.AST) -> int:
-        """Node count of ``node`` after substitution, computed without substituting."""
-        total = 0
-        for sub in ast.walk(node):
-            total += 1
-            if isinstance(sub, ast.Name) and isinstance(self.env.get(sub.id), tuple):
-                total += self.env[sub.id][1] - 1
-        return total
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if not isinstance(node.ctx, ast.Load) or self.is_shadowed(node.id):
-            return node
-        value = self.env.get(node.id)
-        if isinstance(value, str):
-            self.failure = _TOO_LARGE if _TOO_LARGE in (value, self.failure) else value
-            return node
-        if value is None:
-            return node
-        return copy.deepcopy(value[0])
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        args = node.args
-        names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-        names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
-        node.args = self.visit(node.args)  # defaults are evaluated in the enclosing scope
-        self.shadowed.append(names)
-        node.body = self.visit(node.body)
-        self.shadowed.pop()
-        return node
-
-    def visit_arguments(self, node: ast.arguments) -> ast.AST:
-        node.defaults = [self.visit(d) for d in node.defaults]
-        node.kw_defaults = [None if d is None else self.visit(d) for d in node.kw_defaults]
-        return node
-
-    def _visit_comprehension(self, node: Any, parts: Sequence[str]) -> ast.AST:
-        bound = {n for gen in node.generators for n in _bound_names(gen.target)}
-        # The first iterable is evaluated in the enclosing scope.
-        node.generators[0].iter = self.visit(node.generators[0].iter)
-        self.shadowed.append(bound)
-        for index, gen in enumerate(node.generators):
-            if index:
-                gen.iter = self.visit(gen.iter)
-            gen.ifs = [self.visit(cond) for cond in gen.ifs]
-        for part in parts:
-            setattr(node, part, self.visit(getattr(node, part)))
-        self.shadowed.pop()
-        return node
-
-    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
-        return self._visit_comprehension(node, ("elt",))
-
-    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
-        return self._visit_comprehension(node, ("elt",))
-
-    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> ast.AST:
-        return self._visit_comprehension(node, ("elt",))
-
-    def visit_DictComp(self, node: ast.DictComp) -> ast.AST:
-        return self._visit_comprehension(node, ("key", "value"))
-
-
-# --------------------------------------------------------------------------------------------
-# Ground-truth correction bookkeeping (the referee runs the calls; this decides what they mean)
-# --------------------------------------------------------------------------------------------
-
-GradeStatus = Literal["valid", "invalid_kept", "dropped_gt_error", "dropped_duplicate"]
-
-
-@dataclass(frozen=True)
-class GradedTest:
-    """One test after the GT ran its call.
-
-    Attributes:
-        case: The parsed test (a :class:`TestCase`, or an :class:`IOPair` for stdio problems).
-        status: ``"valid"`` (kept; the GT agrees with the expectation), ``"invalid_kept"`` (kept
-            with the GT value as its expectation; the tester's expectation was wrong or did not
-            evaluate, so the test is also invalid), ``"dropped_gt_error"`` (the GT raised on the
-            call: invalid, not kept) or ``"dropped_duplicate"`` (its normalized form equals a kept
-            test's: invalid, not kept).
-        gt_value: The GT's plain value for the call; None when dropped.
-
-    """
-
-    case: TestCase | IOPair
-    status: GradeStatus
-    gt_value: Any = None
-
-    @property
-    def kept(self) -> bool:
-        """True when the test is run against the candidate."""
-        return self.status in ("valid", "invalid_kept")
-
-    @property
-    def invalid(self) -> bool:
-        """True when the test counts in ``n_invalid`` (everything but ``"valid"``)."""
-        return self.status != "valid"
-
-
-@dataclass(frozen=True)
-class SuiteGrading:
-    """The GT-corrected suite (rules 2 and 3).
-
-    Attributes:
-        tests: Every kept test, in order (no cap at K); each carries its GT value.
-        graded: Every test considered (kept and dropped), in order, with its status.
-        n_kept: ``len(tests)``: kept tests, including those kept with a corrected expectation.
-        n_invalid: Tests that raised on the GT, duplicates, and wrong expectations.
-        n_valid: Kept tests whose expectation matched the GT (``n_kept`` minus the corrected).
-        valid_mask: For each kept test, whether the tester's expectation matched the GT.
-
-    """
-
-    tests: tuple[GradedTest, ...]
-    graded: tuple[GradedTest, ...]
-    n_kept: int
-    n_invalid: int
-    n_valid: int
-    valid_mask: tuple[bool, ...]
-
-
-def case_key(case: TestCase | IOPair, gt_value: Any) -> str:
-    """Duplicate-detection key: the normalized statement ``assert CALL == repr(GT value)``.
-
-    ``CALL`` is :attr:`TestCase.key` (the call as written, normalized by ``ast.unparse``); for an
-    :class:`IOPair` it is the stdin text.
-    """
-    if isinstance(case, IOPair):
-        return f"stdin:{case.input}\x00{to_source(gt_value)}"
-    return f"assert {case.key} == {to_source(gt_value)}"
-
-
-def grade_suite(
-    cases: Sequence[TestCase | IOPair],
-    gt_call_ok: Sequence[bool],
-    gt_values: Sequence[Any],
-    expected_ok: Sequence[bool],
-    expected_values: Sequence[Any],
-    *,
-    equal: Callable[[Any, Any], bool] = python_equal,
-) -> SuiteGrading:
-    """Apply Code-A1's GT correction to a parsed suite (rule 2, in the tester's order).
-
-    Per test: if the GT raised on its call, it is invalid and not kept; else if its normalized
-    form (:func:`case_key`) equals one already kept, it is a duplicate: invalid, not kept; else it
-    is KEPT with the GT value as its expectation, and if its expected expression failed to
-    evaluate or ``not equal(expected, gt)``, it is also invalid. Every test is graded:
-    there is no cap at K (K only divides, in :mod:`codea1_env.scoring.rewards`).
-
-    Args:
-        cases: Parsed tests, in order.
-        gt_call_ok: Whether the GT's run of each call returned a plain value.
-        gt_values: The GT's value for each call (ignored where ``gt_call_ok`` is False).
-        expected_ok: Whether each expected expression evaluated to a plain value.
-        expected_values: Each expected value (ignored where ``expected_ok`` is False).
-        equal: The value comparison (:func:`codea1_env.sandbox.worker.plain.equality`; default
-            Python's ``==``).
-
-    Raises:
-        ValueError: the sequences differ in length (a caller error).
-
-    """
-    n = len(cases)
-    lengths = {len(gt_call_ok), len(gt_values), len(expected_ok), len(expected_values)}
-    if lengths - {n}:
-        raise ValueError(f"grade_suite: sequences must all have {n} items, got lengths {lengths}")
-    graded: list[GradedTest] = []
-    kept: list[GradedTest] = []
-    seen: set[str] = set()
-    for index, case in enumerate(cases):
-        if not gt_call_ok[index]:
-            graded.append(GradedTest(case, "dropped_gt_error"))
-            continue
-        gt = gt_values[index]
-        key = case_key(case, gt)
-        if key in seen:
-            graded.append(GradedTest(case, "dropped_duplicate"))
-            continue
-        seen.add(key)
-        matches = expected_ok[index] and equal(expected_values[index], gt)
-        test = GradedTest(case, "valid" if matches else "invalid_kept", gt)
-        graded.append(test)
-        kept.append(test)
-    n_valid = sum(t.status == "valid" for t in kept)
-    return SuiteGrading(
-        tests=tuple(kept),
-        graded=tuple(graded),
-        n_kept=len(kept),
-        n_invalid=len(graded) - n_valid,
-        n_valid=n_valid,
-        valid_mask=tuple(t.status == "valid" for t in kept),
-    )

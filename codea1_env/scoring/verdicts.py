@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codea1_env.scoring.grading import SuiteGrading
 from codea1_env.scoring.rewards import CoderReward, TesterReward
-from codea1_env.scoring.testcases import SuiteGrading
 
 __all__ = ["Judgement", "SuiteVerdict", "TestVerdict"]
 
