@@ -1,0 +1,80 @@
+"""The mistake book: per problem, the GT-corrected tests that broke candidates, with frequencies.
+
+Code-A1's semantics (DESIGN.md rules 5 and 8, as the authors' ``MistakeBook.update`` does it): one
+update per problem per step, over the step's valid codes of that problem, in two phases: first
+``frequency - 1`` for every (code, replayed test) that passed, an entry at 0 or below being
+removed; then ``frequency + 1`` for every (code, suite, kept test) that failed, a new entry
+starting at 1 after the existing ones. The top 8 entries by frequency (ties: oldest first) are
+replayed against every candidate the next time the problem comes up. Entries are keyed by
+``(problem_id, call)``; the stored expectation is the GT's plain value for the call (the first one
+recorded; GT values are deterministic, so this is the authors' key ``assert CALL == repr(GT)``).
+
+Two implementations share the :class:`MistakeBook` interface:
+
+- :class:`InMemoryMistakeBook`: a dict, for quick use and tests (lost when the process ends).
+- :class:`SqliteMistakeBook`: a SQLite file in WAL mode, safe to share between processes and env
+  instances on one machine, and crash-safe: every :meth:`~MistakeBook.apply` is one transaction.
+
+:func:`open_mistake_book` picks one from a spec string. Both export and import the same JSON
+format (:meth:`~MistakeBook.export_json`, :meth:`~MistakeBook.import_json`; :mod:`.json_format`)::
+
+    {"format": "codea1.mistake_book", "version": 1,
+     "problems": {"<problem_id>": [{"call": "f(1)", "expected": <tagged JSON>, "frequency": 2},
+                                    ...]}}
+
+where ``expected`` is the :func:`codea1_env.sandbox.worker.plain.encode` form of the value and each
+problem's list is in ranking order (frequency descending, then insertion order).
+
+Modules: :mod:`.book` (the semantics: :class:`MistakeBook`, :class:`BookEntry`),
+:mod:`.json_format` (the export format and its validation), :mod:`.memory` and :mod:`.sqlite`
+(the backends).
+"""
+
+from __future__ import annotations
+
+import os
+
+from codea1_env.mistake_book.book import REPLAY_SIZE, BookEntry, MistakeBook
+from codea1_env.mistake_book.json_format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MistakeBookFormatError,
+)
+from codea1_env.mistake_book.memory import InMemoryMistakeBook
+from codea1_env.mistake_book.sqlite import SqliteMistakeBook, _reopen_sqlite  # noqa: F401
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "REPLAY_SIZE",
+    "BookEntry",
+    "InMemoryMistakeBook",
+    "MistakeBook",
+    "MistakeBookFormatError",
+    "SqliteMistakeBook",
+    "open_mistake_book",
+]
+
+
+def open_mistake_book(spec: str | os.PathLike[str] | None = None) -> MistakeBook:
+    """Open a mistake book from a spec.
+
+    Args:
+        spec: None, ``"memory"`` or ``":memory:"`` for an :class:`InMemoryMistakeBook`;
+            anything else is a file path for a :class:`SqliteMistakeBook` (an optional
+            ``"sqlite:"`` prefix is accepted, as in ``"sqlite:runs/book.db"``).
+
+    Raises:
+        ValueError: ``spec`` is an empty string.
+
+    """
+    if spec is None:
+        return InMemoryMistakeBook()
+    text = os.fspath(spec)
+    if text in ("memory", ":memory:"):
+        return InMemoryMistakeBook()
+    if not text.strip():
+        raise ValueError("open_mistake_book: empty spec (use None or 'memory' for in-memory)")
+    if text.startswith("sqlite:"):
+        text = text[len("sqlite:") :]
+    return SqliteMistakeBook(text)

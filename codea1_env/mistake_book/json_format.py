@@ -1,0 +1,72 @@
+"""The mistake book's JSON export format, and its validation on import.
+
+The format (also described in :mod:`codea1_env.mistake_book`)::
+
+    {"format": "codea1.mistake_book", "version": 1,
+     "problems": {"<problem_id>": [{"call": "f(1)", "expected": <tagged JSON>, "frequency": 2},
+                                    ...]}}
+
+:func:`validate_rows` checks a loaded document and returns its rows for a backend's upsert;
+every failure is a :class:`MistakeBookFormatError` naming the source and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from codea1_env.sandbox.worker import plain
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "MistakeBookFormatError", "validate_rows"]
+
+FORMAT_NAME = "codea1.mistake_book"
+"""Value of the ``"format"`` key of an exported book."""
+
+FORMAT_VERSION = 1
+"""Version of the JSON format and of the SQLite schema (``PRAGMA user_version``)."""
+
+
+class MistakeBookFormatError(ValueError):
+    """An imported book (file or dict) is malformed; the message names the file and the field."""
+
+
+def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
+    """Check an exported book and return ``(problem_id, call, encoded expected, frequency)``."""
+
+    def fail(field: str, why: str) -> MistakeBookFormatError:
+        return MistakeBookFormatError(f"{source}: {field}: {why}")
+
+    if not isinstance(data, Mapping):
+        raise fail("<top level>", f"expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT_NAME:
+        raise fail("format", f"expected {FORMAT_NAME!r}, got {data.get('format')!r}")
+    if data.get("version") != FORMAT_VERSION:
+        raise fail("version", f"expected {FORMAT_VERSION}, got {data.get('version')!r}")
+    problems = data.get("problems")
+    if not isinstance(problems, Mapping):
+        raise fail("problems", "expected an object mapping problem ids to entry lists")
+    rows: list[tuple[str, str, str, int]] = []
+    for pid, entries in problems.items():
+        if not isinstance(entries, list):
+            raise fail(f"problems[{pid!r}]", "expected a list of entries")
+        seen: set[str] = set()
+        for index, entry in enumerate(entries):
+            where = f"problems[{pid!r}][{index}]"
+            if not isinstance(entry, Mapping):
+                raise fail(where, "expected an object")
+            call, frequency = entry.get("call"), entry.get("frequency")
+            if not isinstance(call, str) or not call:
+                raise fail(f"{where}.call", f"expected a non-empty string, got {call!r}")
+            if call in seen:
+                raise fail(f"{where}.call", f"duplicate call {call!r}")
+            seen.add(call)
+            if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
+                raise fail(f"{where}.frequency", f"expected an int >= 1, got {frequency!r}")
+            if "expected" not in entry:
+                raise fail(f"{where}.expected", "missing")
+            try:
+                encoded = plain.dumps(plain.decode(entry["expected"]))
+            except (plain.PlainDataError, RecursionError) as exc:
+                raise fail(f"{where}.expected", f"not tagged plain data: {exc}") from None
+            rows.append((str(pid), call, encoded, frequency))
+    return rows

@@ -1,0 +1,231 @@
+"""The SQLite mistake book backend: one WAL-mode file shared by processes on one machine."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from codea1_env.mistake_book.book import MistakeBook, Update
+from codea1_env.mistake_book.json_format import FORMAT_VERSION
+
+__all__ = ["SqliteMistakeBook"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    problem_id TEXT NOT NULL,
+    call TEXT NOT NULL,
+    expected TEXT NOT NULL,
+    frequency INTEGER NOT NULL,
+    UNIQUE (problem_id, call)
+);
+CREATE INDEX IF NOT EXISTS entries_rank ON entries (problem_id, frequency DESC, id);
+"""
+
+
+class SqliteMistakeBook(MistakeBook):
+    """A mistake book in a SQLite file, shared safely by processes and threads on one machine.
+
+    Durability: the database runs in WAL mode and every :meth:`apply` is one ``BEGIN
+    IMMEDIATE`` transaction. With ``synchronous="FULL"`` (the default) a commit is fsynced
+    before :meth:`apply` returns, so committed updates survive a ``kill -9`` of the writer and
+    also an OS crash or power loss. ``synchronous="NORMAL"`` is faster and still loses nothing
+    committed when only the process dies (WAL pages are in the OS cache), but the last commits
+    may be lost on power loss. An interrupted transaction is rolled back on the next open.
+
+    Concurrency: writers queue on SQLite's lock; ``busy_timeout_s`` is how long one waits
+    before :class:`sqlite3.OperationalError` is raised. Readers never block writers (WAL). The
+    file must be on a local filesystem (WAL needs shared memory).
+
+    Values are stored as :func:`codea1_env.sandbox.worker.plain.dumps` text; the schema version is
+    kept in ``PRAGMA user_version`` (a file with another version is refused).
+
+    Args:
+        path: Database file (created with its directory when missing).
+        synchronous: ``"FULL"`` or ``"NORMAL"``.
+        busy_timeout_s: Seconds to wait for another process's write lock.
+
+    Raises:
+        ValueError: bad ``synchronous``, or the file holds an unknown schema version.
+        sqlite3.DatabaseError: the file is not a SQLite database.
+
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "FULL",
+        busy_timeout_s: float = 60.0,
+    ) -> None:
+        self.path = Path(path)
+        self.synchronous = synchronous.upper()
+        if self.synchronous not in ("FULL", "NORMAL"):
+            raise ValueError(f"synchronous must be 'FULL' or 'NORMAL', got {synchronous!r}")
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._lock = threading.RLock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise sqlite3.OperationalError(f"{self.path}: cannot enable WAL (mode {mode})")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+            self._conn: sqlite3.Connection | None = conn
+            with self._transaction() as cur:
+                version = cur.execute("PRAGMA user_version").fetchone()[0]
+                if version == 0:
+                    _create_schema(cur)
+                    cur.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
+                elif version != FORMAT_VERSION:
+                    raise ValueError(
+                        f"{self.path}: mistake book schema version {version} is not supported "
+                        f"(this codea1 reads version {FORMAT_VERSION})"
+                    )
+        except BaseException:
+            conn.close()
+            self._conn = None
+            raise
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_reopen_sqlite, (str(self.path), self.synchronous, self.busy_timeout_s))
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError(f"mistake book {self.path} is closed")
+        return self._conn
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._connection(), self._lock)
+
+    def _ranked(self, problem_id: str, limit: int | None) -> list[tuple[str, str, int]]:
+        with self._lock:
+            rows = self._connection().execute(
+                "SELECT call, expected, frequency FROM entries WHERE problem_id = ? "
+                "ORDER BY frequency DESC, id LIMIT ?",
+                (problem_id, -1 if limit is None else limit),
+            )
+            return [(str(c), str(e), int(f)) for c, e, f in rows.fetchall()]
+
+    def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
+        with self._transaction() as cur:
+            for call, encoded, minus, plus in updates:
+                if minus:
+                    cur.execute(
+                        "UPDATE entries SET frequency = frequency - ? "
+                        "WHERE problem_id = ? AND call = ?",
+                        (minus, problem_id, call),
+                    )
+                    cur.execute(
+                        "DELETE FROM entries WHERE problem_id = ? AND call = ? AND frequency <= 0",
+                        (problem_id, call),
+                    )
+                if plus and encoded is not None:
+                    cur.execute(
+                        "INSERT INTO entries (problem_id, call, expected, frequency) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT (problem_id, call) "
+                        "DO UPDATE SET frequency = frequency + excluded.frequency",
+                        (problem_id, call, encoded, plus),
+                    )
+
+    def _upsert(self, rows: list[tuple[str, str, str, int]]) -> None:
+        with self._transaction() as cur:
+            cur.executemany(
+                "INSERT INTO entries (problem_id, call, expected, frequency) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (problem_id, call) "
+                "DO UPDATE SET expected = excluded.expected, frequency = excluded.frequency",
+                rows,
+            )
+
+    def _remove(self, rows: list[tuple[str, str]]) -> None:
+        with self._transaction() as cur:
+            cur.executemany("DELETE FROM entries WHERE problem_id = ? AND call = ?", rows)
+
+    def size(self, problem_id: str | None = None) -> int:
+        """Return the number of entries for ``problem_id``, or in the whole book when None."""
+        with self._lock:
+            conn = self._connection()
+            if problem_id is None:
+                row = conn.execute("SELECT COUNT(*) FROM entries").fetchone()
+            else:
+                row = conn.execute(
+                    "SELECT COUNT(*) FROM entries WHERE problem_id = ?", (problem_id,)
+                ).fetchone()
+            return int(row[0])
+
+    def problems(self) -> list[str]:
+        """Return the ids of the problems that have entries, sorted."""
+        with self._lock:
+            rows = self._connection().execute(
+                "SELECT DISTINCT problem_id FROM entries ORDER BY problem_id"
+            )
+            return [str(r[0]) for r in rows.fetchall()]
+
+    def clear(self) -> None:
+        """Remove every entry (one transaction)."""
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM entries")
+
+    def integrity_check(self) -> str:
+        """Return SQLite's ``PRAGMA integrity_check`` verdict (``"ok"`` when healthy)."""
+        with self._lock:
+            rows = self._connection().execute("PRAGMA integrity_check").fetchall()
+            return "\n".join(str(r[0]) for r in rows)
+
+    def close(self) -> None:
+        """Close the connection. Idempotent; the file stays (reopen it to read it)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _create_schema(cur: sqlite3.Cursor) -> None:
+    # executescript() would COMMIT the open transaction; run the statements one by one.
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            cur.execute(statement)
+
+
+def _reopen_sqlite(path: str, synchronous: str, busy_timeout_s: float) -> SqliteMistakeBook:
+    return SqliteMistakeBook(path, synchronous=synchronous, busy_timeout_s=busy_timeout_s)
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK`` on error) under a thread lock."""
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
+        self.conn = conn
+        self.lock = lock
+
+    def __enter__(self) -> sqlite3.Cursor:
+        self.lock.acquire()
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
+        return self.conn.cursor()
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        try:
+            if exc_type is None:
+                try:
+                    self.conn.execute("COMMIT")
+                    return
+                except BaseException:
+                    self._rollback()
+                    raise
+            self._rollback()
+        finally:
+            self.lock.release()
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
