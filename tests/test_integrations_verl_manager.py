@@ -26,9 +26,9 @@ import pytest
 import codea1_env  # noqa: F401
 from agents.integrations import verl as adapter
 from agents.integrations.core import gt_suite
-from codea1_env.duel import answer_for
-from codea1_env.mutation import MutantCache
+from codea1_env.game.duel import answer_for
 from codea1_env.problems import load_source, problem_to_dict
+from codea1_env.scoring.mutation import MutantCache
 
 verl = pytest.importorskip(
     "verl",

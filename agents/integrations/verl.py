@@ -53,8 +53,8 @@ from typing import Any
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
 from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.game.duel import Duel, answer_for
-from codea1_env.problems import Problem, problem_to_dict
 from codea1_env.game.spaces import observe
+from codea1_env.problems import Problem, problem_to_dict
 
 __all__ = [
     "CODE_SOURCES",
@@ -280,8 +280,9 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
 """Where :func:`build_tester_rows` takes the frozen coder's answers from.
 
 * ``gt``: the problem's GT program (a suite against it earns validity only: nothing to expose).
-* ``mutants``: up to ``mutants`` single-point AST mutants of the GT (:mod:`codea1_env.scoring.mutation`),
-  the buggy codes a tester should expose (as :class:`~codea1_env.baselines.scripted.MutantCoder` plays).
+* ``mutants``: up to ``mutants`` single-point AST mutants of the GT
+  (:mod:`codea1_env.scoring.mutation`), the buggy codes a tester should expose (as
+  :class:`~codea1_env.baselines.scripted.MutantCoder` plays).
 * ``gt+mutants``: both.
 * ``http``: ``samples`` answers per problem from a frozen Code LLM behind an OpenAI-compatible
   server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
@@ -416,7 +417,8 @@ def frozen_codes(
         samples: With ``http`` (or ``coder``): answers per problem.
         coder: A frozen coder policy (``act(observations, infos) -> answers``, e.g.
             :class:`agents.policy.CoderPolicy` over any LM, or
-            :class:`codea1_env.baselines.scripted.MutantCoder`) to sample instead of the ``http`` one.
+            :class:`codea1_env.baselines.scripted.MutantCoder`) to sample instead of the ``http``
+            one.
         coder_url: The OpenAI-compatible API root of the frozen Code LLM (``codes="http"``).
         coder_model: Its model name.
         seed: Seed of the mutant choice.
