@@ -33,7 +33,7 @@ from agents.integrations.core import PairResult, RewardCore
 from agents.integrations.openrlhf import parse_request
 from agents.integrations.options import OPPONENTS
 from agents.integrations.reward_service import RewardService, make_server
-from agents.prompts import CODER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, PromptTemplate
 from codea1_env.baselines.scripted import MutantCoder
 from codea1_env.problems import load_source
 from codea1_env.sandbox.local import LocalSandbox

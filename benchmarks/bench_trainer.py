@@ -4,11 +4,11 @@ Both run in this one process, one after the other, on the same model file, the s
 compact coder prompts of the procedural ``step`` family), the same group size, the same number of
 completions per step, the same token budget and the same loss settings (PPO-clip 0.20/0.28,
 token-mean, KL 0.001 to a frozen reference, one update per batch). Both score with the same
-referee code path (ours calls it directly, TRL through :func:`agents.trl_reward.make_trl_reward`).
-Our trainer's stop at the closing code fence is turned off here so that both generate until EOS
-or the budget, the same work; both then score the completion up to its closing fence (what that
-stop would keep, :func:`up_to_fence`) behind the opening fence the compact prompt wrote, the same
-text.
+referee code path (ours calls it directly, TRL through
+:func:`agents.integrations.trl.make_trl_reward`). Our trainer's stop at the closing code fence is
+turned off here so that both generate until EOS or the budget, the same work; both then score the
+completion up to its closing fence (what that stop would keep, :func:`up_to_fence`) behind the
+opening fence the compact prompt wrote, the same text.
 
 The model is a tiny Qwen2 built from config and warm-started first (``--sft-steps`` supervised
 steps on the GT solutions of the same ``--n-problems`` problems, our trainer's
@@ -104,8 +104,8 @@ class Source:
 
 def warm_start(model_dir: str, args: argparse.Namespace, work: Path, problems: list[Any]) -> str:
     """Supervised warm start of the model on the problems' GT solutions; returns its new path."""
-    from agents.config import from_preset
-    from agents.trainer import Trainer
+    from agents.training.config import from_preset
+    from agents.training.trainer import Trainer
 
     cfg = from_preset(
         "nano",
@@ -145,8 +145,8 @@ def _recording(judge_many: Callable[..., Any], log: RewardLog) -> Callable[..., 
 def ours(
     model_dir: str, args: argparse.Namespace, work: Path, problems: list[Any]
 ) -> dict[str, Any]:
-    from agents.config import from_preset
-    from agents.trainer import Trainer, build_referee
+    from agents.training.config import from_preset
+    from agents.training.trainer import Trainer, build_referee
 
     cfg = from_preset(
         "nano",
@@ -200,8 +200,8 @@ def trl(
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from agents.models import load_tokenizer
-    from agents.trl_reward import make_trl_reward
+    from agents.integrations.trl import make_trl_reward
+    from agents.lm.models import load_tokenizer
     from examples.trl_grpo import build_dataset
 
     times: list[float] = []
@@ -297,8 +297,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import torch
 
-    from agents.models import build_tiny_model
-    from agents.tokenizer import load_tiny_tokenizer
+    from agents.lm.models import build_tiny_model
+    from agents.lm.tokenizer import load_tiny_tokenizer
     from codea1_env.problems import ProceduralSource
 
     torch.set_num_threads(args.threads)

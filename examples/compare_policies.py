@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from agents.evaluate import EvalSettings, evaluate_policies, markdown_table, select_problems
+from agents.evaluation.evaluate import (
+    EvalSettings,
+    evaluate_policies,
+    markdown_table,
+    select_problems,
+)
 from codea1_env.problems import load_source
 
 

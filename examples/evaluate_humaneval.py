@@ -16,7 +16,12 @@ import argparse
 import json
 from pathlib import Path
 
-from agents.evaluate import EvalSettings, evaluate_policies, markdown_table, select_problems
+from agents.evaluation.evaluate import (
+    EvalSettings,
+    evaluate_policies,
+    markdown_table,
+    select_problems,
+)
 from codea1_env.problems import load_source
 
 

@@ -11,7 +11,7 @@ supervised warm start, then GRPO on ``procedural:SEED``):
 * ``self-play``: one model plays both roles, with its own interleaved one-model warm start;
 * ``base``: the Code-A1 run's warm-started models before RL (its ``step_0`` checkpoint).
 
-All four rows are then evaluated with ``agents.evaluate`` on held-out problems of
+All four rows are then evaluated with ``agents.evaluation.evaluate`` on held-out problems of
 ``procedural-test:0`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
 discrimination, CURE's accuracy/p01/p00, best-of-N). ``--jobs J`` runs J runs at a time in worker
 processes (one torch thread each; golden waits for its seed's Code-A1 warm start, a seed's
@@ -280,9 +280,9 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
         ``steps``; empty when the run started from Code-A1's) and ``skipped``.
 
     """
-    from agents.config import from_preset
-    from agents.report import write_report
-    from agents.trainer import Trainer
+    from agents.evaluation.report import write_report
+    from agents.training.config import from_preset
+    from agents.training.trainer import Trainer
 
     run_dir = out / f"{mode}__seed{seed}"
     timing: dict[str, Any] = {"kind": mode, "seed": seed, "seconds": 0.0, "skipped": False}
@@ -361,12 +361,12 @@ def evaluate_seed(seed: int, out: Path, args: argparse.Namespace) -> dict[str, A
 
     Returns:
         ``{"kind": "eval", "seed", "seconds", "problems", "samples", "rows"}`` (``rows``: one
-        :func:`agents.evaluate.evaluate_policies` row per row of the table).
+        :func:`agents.evaluation.evaluate.evaluate_policies` row per row of the table).
 
     """
     import torch
 
-    from agents.evaluate import EvalSettings, evaluate_policies, select_problems
+    from agents.evaluation.evaluate import EvalSettings, evaluate_policies, select_problems
     from codea1_env.problems import ProceduralSource
 
     torch.set_num_threads(1)
@@ -557,7 +557,7 @@ def write_outputs(
         The mean ± std table (Markdown).
 
     """
-    from agents.evaluate import summarize_seeds
+    from agents.evaluation.evaluate import summarize_seeds
 
     summary = summarize_seeds([list(rows) for rows in per_seed.values()])
     keys = [k.format(n=samples) for k in SHOWN]

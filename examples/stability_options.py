@@ -64,7 +64,7 @@ env.close()
 
 if args.train:
     # The same options in the trainer (CPU preset, a few RL steps; see `codea1 train --help`).
-    from agents.cli import main as codea1
+    from agents.commands.cli import main as codea1
 
     codea1(
         [

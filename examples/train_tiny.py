@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from agents.config import MODES, from_preset
-from agents.trainer import Trainer
+from agents.training.config import MODES, from_preset
+from agents.training.trainer import Trainer
 
 
 def main(argv: list[str] | None = None) -> None:

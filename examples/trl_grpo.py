@@ -24,7 +24,7 @@ def build_dataset(problems: list[Any], compact: bool) -> Any:
     """A ``datasets.Dataset`` with the ``prompt`` and ``task_id`` columns TRL and the reward use."""
     from datasets import Dataset
 
-    from agents.prompts import CODER_COMPACT, CODER_PROMPT, PromptTemplate
+    from agents.players.prompts import CODER_COMPACT, CODER_PROMPT, PromptTemplate
 
     template = PromptTemplate(CODER_COMPACT if compact else CODER_PROMPT)
     rows = []
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     from trl import GRPOConfig, GRPOTrainer
 
-    from agents.trl_reward import make_trl_reward
+    from agents.integrations.trl import make_trl_reward
     from codea1_env.problems import load_source
 
     source = load_source(args.problems)
@@ -59,15 +59,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     model_path = args.model
     if compact:
         # TRL builds its KL reference from the policy's path: save the model built from config.
-        from agents.models import build_tiny_model
-        from agents.tokenizer import load_tiny_tokenizer
+        from agents.lm.models import build_tiny_model
+        from agents.lm.tokenizer import load_tiny_tokenizer
 
         tokenizer = load_tiny_tokenizer()
         model = build_tiny_model(args.model.split(":", 1)[1], tokenizer)  # type: ignore[arg-type]
         model_path = str(output_dir / "initial_model")
         model.save_pretrained(model_path)
         tokenizer.save_pretrained(model_path)
-    from agents.models import load_tokenizer
+    from agents.lm.models import load_tokenizer
 
     tokenizer = load_tokenizer(model_path)
     reward = make_trl_reward(problems, answer_prefix="```python" if compact else "")

@@ -265,8 +265,8 @@ def write_model_dir(
     import torch
     import transformers
 
-    from agents.models import count_parameters
-    from agents.tokenizer import load_tiny_tokenizer
+    from agents.lm.models import count_parameters
+    from agents.lm.tokenizer import load_tiny_tokenizer
 
     started = time.perf_counter()
     tokenizer = load_tiny_tokenizer()
@@ -318,7 +318,7 @@ def write_model_dir(
 
 def mode_config(args: argparse.Namespace, name: str, model_dir: Path, run_dir: Path) -> Any:
     """The ``1.5b`` preset with this check's overrides."""
-    from agents.config import from_preset
+    from agents.training.config import from_preset
 
     overrides: dict[str, Any] = {
         "exp_name": f"gpu_check_{name}",
@@ -416,7 +416,7 @@ def gen_bench(trainer: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The coder's sampling loop on the same prompts: float32 (the trainer's) vs bf16 autocast."""
     import torch
 
-    from agents.lm import SamplingParams
+    from agents.lm.interfaces import SamplingParams
     from codea1_env.game.duel import Duel
     from codea1_env.game.spaces import observe
     from codea1_env.problems import load_source
@@ -490,7 +490,7 @@ def run_mode(
     name: str, args: argparse.Namespace, model_dir: Path, work: Path, first: bool
 ) -> dict[str, Any]:
     """Build the trainer for one mode, run its steps, print its lines, free the GPU."""
-    from agents.trainer import Trainer
+    from agents.training.trainer import Trainer
 
     device = args.device
     run_dir = work / f"run_{name}"

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.prompts import CODER_COMPACT, TESTER_COMPACT  # noqa: E402
-from agents.tokenizer import TOKENIZER_PATH, corpus_texts, train_bpe  # noqa: E402
+from agents.lm.tokenizer import TOKENIZER_PATH, corpus_texts, train_bpe  # noqa: E402
+from agents.players.prompts import CODER_COMPACT, TESTER_COMPACT  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agents.checkpoint import (
+from agents.commands.train_cli import add_arguments, build_config
+from agents.training.checkpoint import (
     capture_rng_state,
     latest_checkpoint,
     list_checkpoints,
     restore_rng_state,
     write_checkpoint,
 )
-from agents.config import PRESETS, TrainConfig, field_docs, from_preset
-from agents.metrics import MetricsLogger, read_metrics
-from agents.train_cli import add_arguments, build_config
+from agents.training.config import PRESETS, TrainConfig, field_docs, from_preset
+from agents.training.metrics import MetricsLogger, read_metrics
 
 
 def parse(argv: list[str]) -> TrainConfig:

@@ -21,17 +21,17 @@ from typing import Any
 import pytest
 import torch
 
-from agents.config import INERT_FIELDS, TrainConfig
-from agents.grpo import group_advantages
-from agents.trainer import build_referee, game_host, resolve_run_dir, select_tester_codes
-from agents.trainer_player import _make_optimizer, _make_scheduler
-from agents.trainer_roles import sampling_params
+from agents.training.config import INERT_FIELDS, TrainConfig
+from agents.training.grpo import group_advantages
+from agents.training.player import _make_optimizer, _make_scheduler
+from agents.training.roles import sampling_params
+from agents.training.trainer import build_referee, game_host, resolve_run_dir, select_tester_codes
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel
 from codea1_env.game.spaces import observe
 from codea1_env.problems import problem_from_dict
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG_FILE = ROOT / "agents" / "config.py"
+CONFIG_FILE = ROOT / "agents" / "training" / "config.py"
 GENERIC_MEMBERS = frozenset(
     {"__post_init__", "validate", "to_dict", "from_dict", "save", "load", "diff"}
 )
@@ -107,7 +107,7 @@ def test_every_field_is_read_or_documented_inert() -> None:
     unread = [name for name in FIELDS if name not in reached and name not in INERT_FIELDS]
     assert not unread, (
         f"TrainConfig fields that nothing outside config.py reads: {unread}; wire them into "
-        "the run, remove them, or list them in agents.config.INERT_FIELDS with a reason"
+        "the run, remove them, or list them in agents.training.config.INERT_FIELDS with a reason"
     )
 
 

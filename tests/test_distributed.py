@@ -29,14 +29,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.config import from_preset
-from agents.distributed import SINGLE, NullMetricsLogger, from_environment
+from agents.training.config import from_preset
+from agents.training.distributed import SINGLE, NullMetricsLogger, from_environment
 
 pytestmark = pytest.mark.slow
 
 TRAIN = [
     "-m",
-    "agents.cli",
+    "agents.commands.cli",
     "train",
     "--preset",
     "nano",
@@ -215,7 +215,7 @@ def test_missing_torchrun_variables_are_named(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_shard_needs_an_even_split() -> None:
-    from agents.distributed import Distributed
+    from agents.training.distributed import Distributed
 
     second = Distributed(rank=1, world_size=2)
     assert second.shard([0, 1, 2, 3]) == [2, 3] and second.offset(2) == 2

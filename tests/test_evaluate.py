@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agents import eval_cli
-from agents.evaluate import (
+from agents.commands import eval_cli
+from agents.evaluation.evaluate import (
     EvalSettings,
     RecordingSandbox,
     evaluate_policies,

@@ -47,7 +47,15 @@ def test_sb3_ppo_runs_on_the_token_env():
 def test_duel_cli_prints_a_table_and_json(tmp_path):
     out_json = tmp_path / "duels.json"
     out = run(
-        "-m", "agents.cli", "duel", "--episodes", "16", "--batch", "8", "--json", str(out_json)
+        "-m",
+        "agents.commands.cli",
+        "duel",
+        "--episodes",
+        "16",
+        "--batch",
+        "8",
+        "--json",
+        str(out_json),
     )
     assert "coder" in out and "mutants caught" in out
     rows = json.loads(out_json.read_text())

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from agents.grpo import (
+from agents.training.grpo import (
     group_advantages,
     grpo_loss,
     low_var_kl,

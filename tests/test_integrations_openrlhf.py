@@ -26,7 +26,7 @@ import codea1_env  # noqa: F401
 from agents.integrations.core import RewardCore
 from agents.integrations.openrlhf import EXTRA_LOG_KEYS
 from agents.integrations.reward_service import RewardService, make_server
-from agents.prompts import CODER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, PromptTemplate
 from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_to_dict
 

@@ -23,7 +23,7 @@ from agents.integrations.core import CoderRow, GridRow, RequestError, RewardCore
 from agents.integrations.core import TesterRow as _TesterRow
 from agents.integrations.openrlhf import EXTRA_LOG_KEYS, parse_label, strip_prompt
 from agents.integrations.reward_service import RewardService, ServiceUnavailable, make_server
-from agents.prompts import CODER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, PromptTemplate
 from codea1_env.baselines.scripted import BoundaryTester
 from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_to_dict
@@ -299,7 +299,7 @@ def test_sigterm_answers_every_accepted_request(tmp_path: Any) -> None:
         [
             sys.executable,
             "-m",
-            "agents.cli",
+            "agents.commands.cli",
             "serve-reward",
             "--port",
             "0",

@@ -1,7 +1,7 @@
 """verifiers 0.4.0: ``vf-eval codea1-duel`` with a coder and a tester, each behind its own server.
 
 Runs the real ``vf-eval`` CLI (local subprocess runtimes, ``--no-push``, 127.0.0.1 only) against
-``python -m agents.serve`` processes and checks that the rewards recorded on the traces equal
+``python -m agents.lm.serve`` processes and checks that the rewards recorded on the traces equal
 ``CodeTestDuel-v0``'s ``info["rewards"]`` for the same texts. verifiers is not part of
 ``.[dev]`` (it pins openai, mcp and more): install it in a venv of its own (see
 docs/integrations.md); without it the tests skip.
@@ -88,9 +88,9 @@ def _stop(proc: Any) -> None:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, Path]]]:
-    """Two ``python -m agents.serve`` processes: ``coder`` and ``tester`` (different models)."""
-    from agents.models import build_tiny_model
-    from agents.tokenizer import load_tiny_tokenizer
+    """Two ``python -m agents.lm.serve`` processes: ``coder`` and ``tester`` (different models)."""
+    from agents.lm.models import build_tiny_model
+    from agents.lm.tokenizer import load_tiny_tokenizer
 
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
@@ -103,7 +103,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tupl
             build_tiny_model("nano", tokenizer, seed=seed).save_pretrained(model_dir)
             tokenizer.save_pretrained(model_dir)
             log = tmp_path_factory.mktemp(f"serve-{role}") / "stderr.txt"
-            command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir)]
+            command = [sys.executable, "-m", "agents.lm.serve", "--model", str(model_dir)]
             command += ["--host", "127.0.0.1", "--port", "0", "--served-model-name"]
             command += [f"tiny-{role}", "--threads", "1"]
             proc, base = _start(command, env, log)
@@ -214,7 +214,7 @@ def test_vf_eval_duel_with_agents_serve(
 
 # ------------------------------------------------------------------ scripted answers
 # A random tiny model scores 0 as the coder; scripted answers from an OpenAI-compatible stub
-# (streamed as agents.serve streams) give rewards strictly between 0 and 1.
+# (streamed as agents.lm.serve streams) give rewards strictly between 0 and 1.
 
 
 class _ScriptedService:
@@ -268,7 +268,7 @@ class _ScriptedService:
 
 
 def test_vf_eval_duel_scripted_rewards_equal_the_env(tmp_path: Path) -> None:
-    from agents.serve import make_server
+    from agents.lm.serve import make_server
 
     buggy = answer_for(
         "def reverse_words(s):\n"

@@ -251,7 +251,7 @@ class _FrozenCoderService:
 def test_tester_rows_from_a_frozen_coder_over_http() -> None:
     import threading
 
-    from agents.serve import make_server
+    from agents.lm.serve import make_server
 
     program = BUGGY.split("```python\n", 1)[1].rsplit("\n```", 1)[0]
     service = _FrozenCoderService(program + "\n```")  # a completion closes the opened block

@@ -47,7 +47,7 @@ WRONG = "```python\nassert reverse_words('a b') == 'a b'\nassert reverse_words('
 
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> str:
-    from agents.tokenizer import load_tiny_tokenizer
+    from agents.lm.tokenizer import load_tiny_tokenizer
 
     directory = tmp_path_factory.mktemp("tokenizer")
     load_tiny_tokenizer().save_pretrained(directory)

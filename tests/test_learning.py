@@ -35,8 +35,8 @@ from typing import Any
 
 import pytest
 
-from agents.config import from_preset
-from agents.trainer import Trainer
+from agents.training.config import from_preset
+from agents.training.trainer import Trainer
 from codea1_env.problems import ProceduralSource
 
 pytestmark = pytest.mark.slow

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import torch
 
-from agents.lm import SamplingParams
-from agents.models import (
+from agents.lm.interfaces import SamplingParams
+from agents.lm.models import (
     TINY_SIZES,
     build_tiny_model,
     count_parameters,
@@ -18,7 +18,7 @@ from agents.models import (
     resolve_dtype,
     tiny_config,
 )
-from agents.tokenizer import (
+from agents.lm.tokenizer import (
     EOS_TOKEN,
     PAD_TOKEN,
     TOKENIZER_PATH,
@@ -26,7 +26,7 @@ from agents.tokenizer import (
     stdlib_texts,
     train_bpe,
 )
-from agents.transformers_lm import TransformersLM
+from agents.lm.transformers_lm import TransformersLM
 
 
 @pytest.fixture(scope="module")

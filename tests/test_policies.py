@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 import torch
 
-from agents import policy
-from agents.grpo import token_logprobs
-from agents.lm import Generation, LanguageModel, Policy, SamplingParams
-from agents.models import build_tiny_model
-from agents.policy import CODE_BLOCK_STOP, CoderPolicy
-from agents.prompts import (
+from agents.lm.interfaces import Generation, LanguageModel, Policy, SamplingParams
+from agents.lm.models import build_tiny_model
+from agents.lm.tokenizer import load_tiny_tokenizer
+from agents.lm.transformers_lm import TransformersLM, sample_next
+from agents.players import policy
+from agents.players.policy import CODE_BLOCK_STOP, CoderPolicy
+from agents.players.prompts import (
     CODER_COMPACT,
     CODER_PROMPT,
     TESTER_COMPACT,
@@ -29,8 +30,7 @@ from agents.prompts import (
     close_code_block,
     ends_with_open_fence,
 )
-from agents.tokenizer import load_tiny_tokenizer
-from agents.transformers_lm import TransformersLM, sample_next
+from agents.training.grpo import token_logprobs
 
 CODER_OBS: dict[str, Any] = {
     "role": 0,
@@ -363,13 +363,13 @@ def test_backend_selection_on_this_machine_picks_transformers(
 ) -> None:
     import importlib.util
 
-    from agents.vllm_policy import select_generation_backend, vllm_available
+    from agents.lm.vllm import select_generation_backend, vllm_available
 
     if importlib.util.find_spec("vllm") is not None and torch.cuda.is_available():
         pytest.skip("this machine can run vLLM; the CPU fallback is covered by the fakes below")
     ok, reason = vllm_available()
     assert not ok
-    with caplog.at_level(logging.INFO, logger="agents.vllm_policy"):
+    with caplog.at_level(logging.INFO, logger="agents.lm.vllm"):
         assert select_generation_backend("auto") == "transformers"
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("generation backend: transformers, because ")
@@ -391,16 +391,16 @@ def _fake_vllm(monkeypatch: pytest.MonkeyPatch, *, cuda: bool) -> types.ModuleTy
 def test_backend_selection_rules(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agents.vllm_policy import select_generation_backend
+    from agents.lm.vllm import select_generation_backend
 
     with pytest.raises(ValueError, match="unknown generation backend"):
         select_generation_backend("tgi")
     _fake_vllm(monkeypatch, cuda=False)
-    with caplog.at_level(logging.INFO, logger="agents.vllm_policy"):
+    with caplog.at_level(logging.INFO, logger="agents.lm.vllm"):
         assert select_generation_backend() == "transformers"
     assert "no CUDA GPU" in caplog.records[-1].getMessage()
     _fake_vllm(monkeypatch, cuda=True)
-    with caplog.at_level(logging.INFO, logger="agents.vllm_policy"):
+    with caplog.at_level(logging.INFO, logger="agents.lm.vllm"):
         assert select_generation_backend() == "vllm"
         assert select_generation_backend("transformers") == "transformers"
     messages = [r.getMessage() for r in caplog.records[-2:]]
@@ -411,7 +411,7 @@ def test_backend_selection_rules(
 
 
 def test_vllm_lm_needs_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from agents.vllm_policy import VLLMLM
+    from agents.lm.vllm import VLLMLM
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # makes `import vllm` fail
     with pytest.raises(ImportError, match=r"codea1\[vllm\]"):
@@ -420,7 +420,7 @@ def test_vllm_lm_needs_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_vllm_lm_maps_requests_and_outputs(monkeypatch: pytest.MonkeyPatch, tok: Any) -> None:
     """VLLMLM against a stand-in with vLLM's offline API shape (no GPU here)."""
-    from agents.vllm_policy import VLLMLM
+    from agents.lm.vllm import VLLMLM
 
     fake = _fake_vllm(monkeypatch, cuda=True)
     seen: dict[str, Any] = {}

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from agents import report_cli
-from agents.report import (
+from agents.commands import report_cli
+from agents.evaluation.report import (
     broke_the_code,
     ema,
     load_run,
@@ -220,7 +220,7 @@ def test_report_escapes_model_text(tmp_path: Path) -> None:
 
 
 def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents.report as report
+    import agents.evaluation.report as report
 
     seen: list[float] = []
     original = report.ema

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.checkpoint import latest_checkpoint
-from agents.metrics import read_metrics
+from agents.training.checkpoint import latest_checkpoint
+from agents.training.metrics import read_metrics
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def command(run_dir: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "agents.cli",
+        "agents.commands.cli",
         "train",
         "--preset",
         "nano",

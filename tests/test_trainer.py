@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from agents.checkpoint import latest_checkpoint
-from agents.config import from_preset
-from agents.metrics import read_metrics
-from agents.rollout import Sample, pack
-from agents.trainer import Trainer, select_tester_codes, step_seed
-from agents.trainer_player import build_player, lr_lambda
+from agents.training.checkpoint import latest_checkpoint
+from agents.training.config import from_preset
+from agents.training.metrics import read_metrics
+from agents.training.player import build_player, lr_lambda
+from agents.training.rollout import Sample, pack
+from agents.training.trainer import Trainer, select_tester_codes, step_seed
 
 
 def test_pack_masks_exactly_the_completion_tokens() -> None:
@@ -72,7 +72,7 @@ def test_player_update_moves_logprobs_in_the_advantage_direction() -> None:
     bad = Sample([10, 11, 12], [30, 31, 32], advantage=-1.0)
 
     def logp(sample: Sample) -> float:
-        from agents.rollout import sequence_logprobs
+        from agents.training.rollout import sequence_logprobs
 
         batch = pack([sample], player.pad_id)
         with torch.no_grad():

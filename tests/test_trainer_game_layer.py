@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
-from agents.config import TrainConfig, from_preset
-from agents.lm import Generation, SamplingParams
-from agents.trainer import Trainer
+from agents.lm.interfaces import Generation, SamplingParams
+from agents.training.config import TrainConfig, from_preset
+from agents.training.trainer import Trainer
 from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_from_dict
 from codea1_env.problems.problem import Problem

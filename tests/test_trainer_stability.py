@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agents.config import TrainConfig, from_preset
-from agents.metrics import read_metrics
-from agents.rollout import Sample, micro_batches
-from agents.trainer import Trainer, collapsed
+from agents.training.config import TrainConfig, from_preset
+from agents.training.metrics import read_metrics
+from agents.training.rollout import Sample, micro_batches
+from agents.training.trainer import Trainer, collapsed
 
 
 def test_config_maps_to_env_stability_options_and_limits() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agents.trl_reward import GoldenTestReward, completion_text, make_trl_reward
+from agents.integrations.trl import GoldenTestReward, completion_text, make_trl_reward
 from codea1_env.problems.procedural import ProceduralSource
 
 

@@ -279,8 +279,8 @@ class RewardCore:
         if opponent == "http":
             if not url:
                 raise ValueError("opponent='http' needs opponent_url (an OpenAI-compatible API)")
-            from agents.http_policy import OpenAICompatibleLM
-            from agents.policy import TesterPolicy
+            from agents.lm.http import OpenAICompatibleLM
+            from agents.players.policy import TesterPolicy
 
             return TesterPolicy(OpenAICompatibleLM(url, model=model), num_tests=num_tests)
         from codea1_env.baselines.scripted import BoundaryTester, RandomTester, TrivialTester

@@ -15,7 +15,7 @@ OPPONENTS = ("gt", "gt+mistake_book", "boundary", "random", "trivial", "http")
   :mod:`codea1_env.baselines.scripted` write a suite against each code (white-box), as in ``codea1
   duel``.
 * ``http``: a frozen Test LLM behind an OpenAI-compatible server
-  (:class:`agents.policy.TesterPolicy` over :class:`agents.http_policy.OpenAICompatibleLM`).
+  (:class:`agents.players.policy.TesterPolicy` over :class:`agents.lm.http.OpenAICompatibleLM`).
 """
 
 MODES = ("code-a1", "self-play")

@@ -49,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
-from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.game.duel import Duel
 from codea1_env.game.spaces import observe
 

@@ -23,8 +23,8 @@ verifiers resolves the taskset id ``codea1-duel`` by importing the top-level mod
 
 Example (both roles served locally, nothing pushed)::
 
-    python -m agents.serve --model ./coder --port 8001 --served-model-name coder &
-    python -m agents.serve --model ./tester --port 8002 --served-model-name tester &
+    python -m agents.lm.serve --model ./coder --port 8001 --served-model-name coder &
+    python -m agents.lm.serve --model ./tester --port 8002 --served-model-name tester &
     vf-eval codea1-duel --no-push --no-rich -n 4 -m coder \
         --client.base-url http://127.0.0.1:8001/v1 \
         --env.coder.model coder --env.coder.client.type eval \
@@ -57,7 +57,7 @@ from verifiers.v1.runtimes import ProgramResult, Runtime
 from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
 from agents.integrations.core import PairResult, RewardCore, TesterRow
-from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.game.duel import Duel
 from codea1_env.game.spaces import observe
 from codea1_env.problems import Problem, problem_from_dict, problem_to_dict

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
-from agents.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
+from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems import Problem, problem_to_dict
@@ -285,7 +285,7 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
   :class:`~codea1_env.baselines.scripted.MutantCoder` plays).
 * ``gt+mutants``: both.
 * ``http``: ``samples`` answers per problem from a frozen Code LLM behind an OpenAI-compatible
-  server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
+  server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.lm.serve``),
   sampled once, when the file is written, with codea1's coder prompt.
 """
 
@@ -416,7 +416,7 @@ def frozen_codes(
             (picked with ``seed``; a problem without mutants gets none).
         samples: With ``http`` (or ``coder``): answers per problem.
         coder: A frozen coder policy (``act(observations, infos) -> answers``, e.g.
-            :class:`agents.policy.CoderPolicy` over any LM, or
+            :class:`agents.players.policy.CoderPolicy` over any LM, or
             :class:`codea1_env.baselines.scripted.MutantCoder`) to sample instead of the ``http``
             one.
         coder_url: The OpenAI-compatible API root of the frozen Code LLM (``codes="http"``).
@@ -438,8 +438,8 @@ def frozen_codes(
         if coder is None:
             if not coder_url:
                 raise ValueError("codes='http' needs coder_url (an OpenAI-compatible API root)")
-            from agents.http_policy import OpenAICompatibleLM
-            from agents.policy import CoderPolicy
+            from agents.lm.http import OpenAICompatibleLM
+            from agents.players.policy import CoderPolicy
 
             coder = CoderPolicy(OpenAICompatibleLM(coder_url, model=coder_model))
             label = f"http:{coder_model}"

@@ -2,7 +2,7 @@
 
 Every function takes small tables of booleans or counts and returns a number, so each metric can
 be checked by hand. The sandboxed runs that fill these tables live in
-:mod:`codea1_env.evaluation.suite_eval`; the runner over policies is ``agents.evaluate``.
+:mod:`codea1_env.evaluation.suite_eval`; the runner over policies is ``agents.evaluation.evaluate``.
 
 Code metrics
 ------------

@@ -205,7 +205,7 @@ def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPo
         url, _, model = arg.partition("#")
         if not url or not model:
             raise ValueError(f"policy {spec!r}: expected http:BASE_URL#MODEL")
-        from agents.http_policy import OpenAICompatibleLM
+        from agents.lm.http import OpenAICompatibleLM
 
         return _lm_policy(name, body, OpenAICompatibleLM(url, model), settings)
     raise ValueError(
@@ -239,13 +239,13 @@ def _scripted(
 
 
 def _hf_lm(path: str) -> Any:
-    from agents.transformers_lm import TransformersLM
+    from agents.lm.transformers_lm import TransformersLM
 
     return TransformersLM(path)
 
 
 def _lm_policy(name: str, spec: str, lm: Any, settings: EvalSettings) -> LoadedPolicy:
-    from agents.policy import CODE_BLOCK_STOP, CoderPolicy, SamplingParams, TesterPolicy
+    from agents.players.policy import CODE_BLOCK_STOP, CoderPolicy, SamplingParams, TesterPolicy
 
     code_tokens, test_tokens = settings.max_new_tokens
 
@@ -270,12 +270,17 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
     try:
         import torch
 
-        from agents.checkpoint import latest_checkpoint
-        from agents.config import TrainConfig
-        from agents.policy import CoderPolicy, SamplingParams, TesterPolicy
-        from agents.prompts import CODER_COMPACT, CODER_PROMPT, TESTER_COMPACT, TESTER_PROMPT
-        from agents.trainer_player import load_model_spec
-        from agents.transformers_lm import TransformersLM
+        from agents.lm.transformers_lm import TransformersLM
+        from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
+        from agents.players.prompts import (
+            CODER_COMPACT,
+            CODER_PROMPT,
+            TESTER_COMPACT,
+            TESTER_PROMPT,
+        )
+        from agents.training.checkpoint import latest_checkpoint
+        from agents.training.config import TrainConfig
+        from agents.training.player import load_model_spec
     except ImportError as exc:
         raise ImportError(
             f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"

@@ -1,9 +1,9 @@
 """The byte-level BPE tokenizer of the CPU preset: training, and loading the shipped file.
 
-The CPU preset's tiny Qwen2 models (:mod:`agents.models`) need a tokenizer that exists without a
-download. This module trains one with the Hugging Face ``tokenizers`` library on Python source
-(the standard library, plus the text of the package's own problems when they are importable) and
-loads the result, shipped as ``agents/assets/tokenizer.json``, as a
+The CPU preset's tiny Qwen2 models (:mod:`agents.lm.models`) need a tokenizer that exists
+without a download. This module trains one with the Hugging Face ``tokenizers`` library on Python
+source (the standard library, plus the text of the package's own problems when they are importable)
+and loads the result, shipped as ``agents/assets/tokenizer.json``, as a
 ``transformers`` fast tokenizer. ``scripts/train_tokenizer.py`` regenerates the shipped file.
 
 Byte-level means every string round-trips exactly (no unknown token), which matters for code:
@@ -41,7 +41,7 @@ EOS_TOKEN = "<|endoftext|>"
 PAD_TOKEN = "<|pad|>"
 """Padding (left padding for generation, right padding for training batches)."""
 SPECIAL_TOKENS: tuple[str, ...] = (EOS_TOKEN, PAD_TOKEN)
-TOKENIZER_PATH = Path(__file__).resolve().parent / "assets" / "tokenizer.json"
+TOKENIZER_PATH = Path(__file__).resolve().parents[1] / "assets" / "tokenizer.json"
 """Where the shipped tokenizer lives (package data)."""
 
 _SKIPPED_STDLIB_DIRS = frozenset({"site-packages", "test", "tests", "idlelib", "turtledemo"})
@@ -81,7 +81,7 @@ def problem_texts(procedural_count: int = 2000) -> tuple[list[str], list[str]]:
     """Text of the package's own problems, when their sources are importable.
 
     Each problem contributes its prompt, its GT program and its GT tests, and the same problem as
-    the compact prompts of :mod:`agents.prompts` show it to the tiny models. Sources: the
+    the compact prompts of :mod:`agents.players.prompts` show it to the tiny models. Sources: the
     built-in bank (``codea1_env.problems.load_source("bank")``) and the first
     ``procedural_count`` problems of the procedural family's *train* split
     (``codea1_env.problems.ProceduralSource``); held-out problems are not used.
@@ -116,7 +116,7 @@ def problem_texts(procedural_count: int = 2000) -> tuple[list[str], list[str]]:
 
 
 def _problem_text(problem: Any) -> str:
-    from agents.prompts import CODER_COMPACT, TESTER_COMPACT, PromptTemplate
+    from agents.players.prompts import CODER_COMPACT, TESTER_COMPACT, PromptTemplate
 
     program = problem.gt_program.strip("\n")
     tests = "\n".join(problem.tests)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agents.checkpoint import write_text_atomic
+from agents.training.checkpoint import write_text_atomic
 
 __all__ = ["MetricsLogger", "ProgressBar", "read_metrics"]
 

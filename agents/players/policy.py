@@ -1,18 +1,18 @@
 """LM-backed players: :class:`CoderPolicy` and :class:`TesterPolicy`.
 
 Both turn env observations (``{"role", "prompt", "entry_point", "code"}``) into prompts with an
-editable template (:mod:`agents.prompts`), sample from any :class:`~agents.lm.LanguageModel`
-(transformers, an OpenAI-compatible server, vLLM) and return action texts, following the
-:class:`~agents.lm.Policy` protocol. The trainer calls :meth:`act_with_generations` to also get the
-token ids and log-probabilities.
+editable template (:mod:`agents.players.prompts`), sample from any
+:class:`~agents.lm.interfaces.LanguageModel` (transformers, an OpenAI-compatible server, vLLM) and
+return action texts, following the :class:`~agents.lm.interfaces.Policy` protocol. The trainer calls
+:meth:`act_with_generations` to also get the token ids and log-probabilities.
 
-This module re-exports the shared types, so ``from agents.policy import ...`` covers
+This module re-exports the shared types, so ``from agents.players.policy import ...`` covers
 :class:`SamplingParams`, :class:`Generation`, :class:`LanguageModel`, :class:`Policy` and
 :class:`TransformersLM`.
 
 Example:
-    >>> from agents.models import build_tiny_model
-    >>> from agents.tokenizer import load_tiny_tokenizer
+    >>> from agents.lm.models import build_tiny_model
+    >>> from agents.lm.tokenizer import load_tiny_tokenizer
     >>> tok = load_tiny_tokenizer()
     >>> coder = CoderPolicy(TransformersLM(build_tiny_model("nano", tok), tok))
     >>> obs = {"role": 0, "prompt": "def f(x: int) -> int:", "entry_point": "f", "code": ""}
@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from agents.lm import FinishReason, Generation, LanguageModel, Policy, SamplingParams
-from agents.prompts import (
+from agents.lm.interfaces import FinishReason, Generation, LanguageModel, Policy, SamplingParams
+from agents.lm.transformers_lm import TransformersLM
+from agents.players.prompts import (
     CODER_COMPACT,
     CODER_PROMPT,
     TESTER_COMPACT,
@@ -34,7 +35,6 @@ from agents.prompts import (
     PromptTemplate,
     close_code_block,
 )
-from agents.transformers_lm import TransformersLM
 
 __all__ = [
     "CODE_BLOCK_STOP",
@@ -60,8 +60,8 @@ class RolePolicy:
     """Shared machinery of the two LM players; use :class:`CoderPolicy` or :class:`TesterPolicy`.
 
     Args:
-        lm: Any :class:`~agents.lm.LanguageModel`.
-        template: A template string or :class:`~agents.prompts.PromptTemplate`. Default: the
+        lm: Any :class:`~agents.lm.interfaces.LanguageModel`.
+        template: A template string or :class:`~agents.players.prompts.PromptTemplate`. Default: the
             paper-style instruction prompt when ``lm`` uses a chat template
             (``lm.uses_chat_template``), else the compact plain-text prompt.
         params: Sampling parameters; default: temperature 1.0 (the paper's rollout setting),
@@ -134,7 +134,7 @@ class RolePolicy:
 
         Args:
             observations: Env observations of this policy's role.
-            infos: Accepted for the :class:`~agents.lm.Policy` protocol; not used.
+            infos: Accepted for the :class:`~agents.lm.interfaces.Policy` protocol; not used.
             params: Overrides the policy's sampling parameters for this call (e.g. a seed).
 
         """

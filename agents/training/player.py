@@ -22,8 +22,8 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.config import TrainConfig
-from agents.distributed import (
+from agents.training.config import TrainConfig
+from agents.training.distributed import (
     SINGLE,
     Distributed,
     full_model_state,
@@ -34,8 +34,8 @@ from agents.distributed import (
     load_full_optimizer_state,
     shard_model,
 )
-from agents.grpo import grpo_loss
-from agents.rollout import Sample, micro_batches, pack, sequence_logprobs
+from agents.training.grpo import grpo_loss
+from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
 
 __all__ = ["Player", "build_player", "load_model_spec", "lr_lambda", "resolve_device"]
 
@@ -54,11 +54,11 @@ def load_model_spec(spec: str, *, seed: int, device: torch.device) -> tuple[Any,
 
     ``builtin:nano|tiny|small`` builds a Qwen2 model from config with the package tokenizer
     (seeded by ``seed``: the same spec and seed give the same weights); anything else is a local
-    directory or hub name loaded with ``agents.models.load_model`` (float32 master weights; bf16
-    autocast is applied at run time).
+    directory or hub name loaded with ``agents.lm.models.load_model`` (float32 master weights;
+    bf16 autocast is applied at run time).
     """
-    from agents.models import build_tiny_model, load_model, load_tokenizer
-    from agents.tokenizer import load_tiny_tokenizer
+    from agents.lm.models import build_tiny_model, load_model, load_tokenizer
+    from agents.lm.tokenizer import load_tiny_tokenizer
 
     if spec.startswith(BUILTIN_PREFIX):
         size = spec[len(BUILTIN_PREFIX) :]
@@ -97,13 +97,13 @@ class Player:
         device: Where the model lives.
         lr: This player's base learning rate.
         stats: Scratch stats of the last update.
-        dist: The data-parallel group (:data:`agents.distributed.SINGLE` for one process). With
-            several ranks each rank updates on its own samples, the loss is normalised by the
+        dist: The data-parallel group (:data:`agents.training.distributed.SINGLE` for one process).
+            With several ranks each rank updates on its own samples, the loss is normalised by the
             global token (or sequence) count and the gradients are summed over ranks, so every
             replica takes the single-process step of the global batch. With
             ``distributed_strategy="fsdp"`` (:meth:`shard_parameters`) the model and optimizer
             are sharded, FSDP reduces the gradients and every rank runs the same number of
-            forwards (see :mod:`agents.distributed`).
+            forwards (see :mod:`agents.training.distributed`).
 
     """
 

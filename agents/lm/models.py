@@ -1,7 +1,7 @@
 """Causal LMs: the tiny Qwen2 models of the CPU preset, and loading any Hugging Face model.
 
 The CPU preset builds a small Qwen2-architecture model from a config (no download) with the
-shipped byte-level BPE tokenizer (:func:`agents.tokenizer.load_tiny_tokenizer`):
+shipped byte-level BPE tokenizer (:func:`agents.lm.tokenizer.load_tiny_tokenizer`):
 
 ======  ==========  ======  =====  =====  ===========  =================================
 size    parameters  hidden  layers heads  KV heads     use
@@ -142,7 +142,7 @@ def build_tiny_model(
     Args:
         size: ``"nano"`` (~1.4M parameters), ``"tiny"`` (~10M) or ``"small"`` (~47M).
         tokenizer: Its vocabulary size and special ids go into the config; default: the shipped
-            tokenizer (:func:`agents.tokenizer.load_tiny_tokenizer`).
+            tokenizer (:func:`agents.lm.tokenizer.load_tiny_tokenizer`).
         seed: Initialisation seed.
 
     """
@@ -150,7 +150,7 @@ def build_tiny_model(
     import torch
 
     if tokenizer is None:
-        from agents.tokenizer import load_tiny_tokenizer
+        from agents.lm.tokenizer import load_tiny_tokenizer
 
         tokenizer = load_tiny_tokenizer()
     config = tiny_config(size, tokenizer)

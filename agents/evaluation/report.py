@@ -323,7 +323,7 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
         ValueError: the run has no complete checkpoint.
 
     """
-    from agents.evaluate import EvalSettings, load_policy
+    from agents.evaluation.evaluate import EvalSettings, load_policy
     from codea1_env.envs.duel_env import duel_info
     from codea1_env.game.duel import Duel, Role, judge_grid
     from codea1_env.game.spaces import observe

@@ -49,15 +49,15 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.checkpoint import (
+from agents.training.checkpoint import (
     capture_rng_state,
     latest_checkpoint,
     restore_rng_state,
     write_checkpoint,
     write_text_atomic,
 )
-from agents.config import TrainConfig
-from agents.distributed import (
+from agents.training.config import TrainConfig
+from agents.training.distributed import (
     Distributed,
     NullMetricsLogger,
     from_environment,
@@ -65,13 +65,13 @@ from agents.distributed import (
     parameter_digest,
     shard_sizes,
 )
-from agents.grpo import group_advantages
-from agents.metrics import MetricsLogger, ProgressBar
-from agents.rollout import Sample
-from agents.sft import SupervisedExample, supervised_warm_start
-from agents.trainer_eval import evaluate, format_summary
-from agents.trainer_player import Player, build_player, resolve_device
-from agents.trainer_roles import RolePolicies
+from agents.training.grpo import group_advantages
+from agents.training.heldout_eval import evaluate, format_summary
+from agents.training.metrics import MetricsLogger, ProgressBar
+from agents.training.player import Player, build_player, resolve_device
+from agents.training.roles import RolePolicies
+from agents.training.rollout import Sample
+from agents.training.sft import SupervisedExample, supervised_warm_start
 from codea1_env.envs.duel_env import duel_info
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, judge_grid
 from codea1_env.game.host import DuelHost
@@ -216,15 +216,16 @@ class Trainer:
             :attr:`host` (the run's :class:`~codea1_env.game.host.DuelHost`) holds.
         eval_problems: Held-out problems instead of ``config.eval_problems``.
         log: Where progress lines go (default: stderr; ranks other than 0 log nothing).
-        distributed: The data-parallel group (default: :func:`agents.distributed.from_environment`,
-            which joins the group ``torchrun`` describes, or runs alone without one). See
-            :mod:`agents.distributed` for how a step is split over ranks.
+        distributed: The data-parallel group (default:
+            :func:`agents.training.distributed.from_environment`, which joins the group ``torchrun``
+            describes, or runs alone without one). See :mod:`agents.training.distributed` for how a
+            step is split over ranks.
         init_from: A checkpoint directory of another run (such as its ``checkpoints/step_0``)
             whose players' weights this run starts from instead of running its own warm start
             (see :meth:`start_from`); ignored when the run resumes from its own checkpoint.
 
     Example:
-        >>> from agents.config import from_preset
+        >>> from agents.training.config import from_preset
         >>> result = Trainer(from_preset("nano", output_dir="runs/demo")).train()  # doctest: +SKIP
 
     """
@@ -542,7 +543,7 @@ class Trainer:
     # evaluation
 
     def evaluate(self) -> dict[str, float]:
-        """Evaluate on the fixed held-out problems (see :mod:`agents.trainer_eval`)."""
+        """Evaluate on the fixed held-out problems (see :mod:`agents.training.heldout_eval`)."""
         cfg = self.config
         seed = step_seed(cfg.seed, -1, "eval")
 

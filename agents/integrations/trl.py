@@ -10,7 +10,7 @@ to reward functions as a keyword argument).
 
 Example:
     >>> from trl import GRPOConfig, GRPOTrainer                       # doctest: +SKIP
-    >>> from agents.trl_reward import make_trl_reward
+    >>> from agents.integrations.trl import make_trl_reward
     >>> reward = make_trl_reward(problems)       # a ProblemSource, list or dict of Problems
     >>> trainer = GRPOTrainer(model, reward_funcs=reward, args=GRPOConfig(...),
     ...                       train_dataset=dataset)  # dataset: "prompt" and "task_id" columns

@@ -21,15 +21,15 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main"]
 
 _COMMANDS = {
-    "train": ("agents.train_cli", "train both models with Code-A1 self-play RL (GRPO)"),
-    "duel": ("agents.duel_cli", "play scripted duels and print rewards and verdicts"),
+    "train": ("agents.commands.train_cli", "train both models with Code-A1 self-play RL (GRPO)"),
+    "duel": ("agents.commands.duel_cli", "play scripted duels and print rewards and verdicts"),
     "eval": (
-        "agents.eval_cli",
+        "agents.commands.eval_cli",
         "compare policies: code and test-generation metrics, JSON + Markdown",
     ),
-    "report": ("agents.report_cli", "PNG plots and a self-contained HTML report of a run"),
+    "report": ("agents.commands.report_cli", "PNG plots and a self-contained HTML report of a run"),
     "serve-reward": (
-        "agents.serve_reward_cli",
+        "agents.commands.serve_reward_cli",
         "HTTP reward service for RL engines (OpenRLHF remote reward, /v1/judge)",
     ),
 }

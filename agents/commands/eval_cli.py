@@ -71,7 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 eval``; returns 2 on a bad argument (with a message on stderr)."""
-    from agents.evaluate import EvalSettings, evaluate_policies, markdown_table, select_problems
+    from agents.evaluation.evaluate import (
+        EvalSettings,
+        evaluate_policies,
+        markdown_table,
+        select_problems,
+    )
 
     try:
         settings = EvalSettings(

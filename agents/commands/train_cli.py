@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 import sys
 
-from agents.config import (
+from agents.training.config import (
     PRESETS,
     TrainConfig,
     add_config_arguments,
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
         print(json.dumps(config.to_dict(), indent=2, sort_keys=True))
         return 0
-    from agents.trainer import Trainer
+    from agents.training.trainer import Trainer
 
     trainer = Trainer(config)
     main_rank = trainer.dist.is_main  # under torchrun only rank 0 talks
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point (``python -m agents.train_cli``), same as ``codea1 train``."""
+    """Standalone entry point (``python -m agents.commands.train_cli``); as ``codea1 train``."""
     parser = argparse.ArgumentParser(prog="codea1 train", description=__doc__.split("\n")[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))

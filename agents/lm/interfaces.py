@@ -3,7 +3,7 @@
 A :class:`LanguageModel` turns a batch of prompt strings into a batch of :class:`Generation`
 values (text plus the token ids and log-probabilities a trainer needs). A :class:`Policy` turns a
 batch of environment observations into a batch of action texts; scripted baselines and the LM role
-policies of :mod:`agents.policy` both follow it; it is defined once, in
+policies of :mod:`agents.players.policy` both follow it; it is defined once, in
 :mod:`codea1_env.baselines.scripted`, and re-exported here. This module imports neither torch nor
 transformers.
 """
@@ -104,8 +104,8 @@ class LanguageModel(Protocol):
     """Anything that samples completions for a batch of prompts.
 
     ``prompts`` are user messages: a backend with a chat template wraps each in it. Implementations:
-    :class:`agents.transformers_lm.TransformersLM`, :class:`agents.http_policy.OpenAICompatibleLM`,
-    :class:`agents.vllm_policy.VLLMLM`.
+    :class:`agents.lm.transformers_lm.TransformersLM`, :class:`agents.lm.http.OpenAICompatibleLM`,
+    :class:`agents.lm.vllm.VLLMLM`.
     """
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:

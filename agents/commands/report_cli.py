@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from agents.report import DEFAULT_SMOOTHING
+from agents.evaluation.report import DEFAULT_SMOOTHING
 
 
 def _smoothing(text: str) -> float:
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 report``; returns 2 when the run directory is not usable."""
-    from agents.report import load_run, monitor_flags, write_report
+    from agents.evaluation.report import load_run, monitor_flags, write_report
 
     try:
         page = write_report(args.run_dir, args.out, duels=args.duels, smoothing=args.smoothing)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.lm import FinishReason, Generation, SamplingParams
+from agents.lm.interfaces import FinishReason, Generation, SamplingParams
 
 if TYPE_CHECKING:
     import torch
@@ -107,16 +107,17 @@ def sample_next(
 
 
 class TransformersLM:
-    """A :class:`~agents.lm.LanguageModel` over a ``transformers`` causal LM.
+    """A :class:`~agents.lm.interfaces.LanguageModel` over a ``transformers`` causal LM.
 
     Args:
         model_or_path: A local model directory or hub name (loaded with
-            :func:`agents.models.load_model`), or a model object, used as is (the trainer passes
-            its live model; its train/eval mode is restored after each call).
+            :func:`agents.lm.models.load_model`), or a model object, used as is (the trainer
+            passes its live model; its train/eval mode is restored after each call).
         tokenizer: The tokenizer; required with a model object, loaded from the path otherwise.
         device: Device for a model loaded from a path (default CPU). A model object stays where it
             is.
-        dtype: dtype for a model loaded from a path (see :func:`agents.models.resolve_dtype`).
+        dtype: dtype for a model loaded from a path (see
+            :func:`agents.lm.models.resolve_dtype`).
         chat_template: Wrap each prompt as a user message in the tokenizer's chat template.
             ``None`` (default): when the tokenizer has one. ``True`` without a template raises.
         system_prompt: Optional system message when the chat template is used.
@@ -128,8 +129,8 @@ class TransformersLM:
             tokenizer without one.
 
     Example:
-        >>> from agents.models import build_tiny_model
-        >>> from agents.tokenizer import load_tiny_tokenizer
+        >>> from agents.lm.models import build_tiny_model
+        >>> from agents.lm.tokenizer import load_tiny_tokenizer
         >>> tok = load_tiny_tokenizer()
         >>> lm = TransformersLM(build_tiny_model("nano", tok), tok)
         >>> out = lm.generate(["def f(x):"], SamplingParams(max_new_tokens=4, seed=0))
@@ -150,7 +151,7 @@ class TransformersLM:
         batch_size: int | None = None,
         trust_remote_code: bool = False,
     ) -> None:
-        from agents.models import load_model, load_tokenizer
+        from agents.lm.models import load_model, load_tokenizer
 
         if isinstance(model_or_path, (str, Path)):
             self.model = load_model(model_or_path, dtype, device, trust_remote_code)
@@ -222,7 +223,7 @@ class TransformersLM:
     # ------------------------------------------------------------------ sampling
 
     def generate(self, prompts: Sequence[str], params: SamplingParams) -> list[Generation]:
-        """Sample one completion per prompt (see :class:`~agents.lm.SamplingParams`).
+        """Sample one completion per prompt (see :class:`~agents.lm.interfaces.SamplingParams`).
 
         Raises:
             ValueError: If a prompt is empty.
@@ -236,7 +237,7 @@ class TransformersLM:
     ) -> list[Generation]:
         """Sample from prompts that are already in the model's format (no template applied).
 
-        Used by :mod:`agents.serve` for raw completions and multi-turn chats.
+        Used by :mod:`agents.lm.serve` for raw completions and multi-turn chats.
 
         Raises:
             ValueError: If a prompt is empty.

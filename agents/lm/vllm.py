@@ -3,8 +3,8 @@
 :func:`select_generation_backend` decides which engine samples rollouts: ``"vllm"`` only when
 vLLM imports **and** a CUDA GPU is visible, ``"transformers"`` otherwise (CPU machines, or vLLM
 missing), and logs one line saying which runs and why. :class:`VLLMLM` is the
-:class:`~agents.lm.LanguageModel` over ``vllm.LLM``; :class:`agents.transformers_lm.TransformersLM`
-is the fallback with the same interface.
+:class:`~agents.lm.interfaces.LanguageModel` over ``vllm.LLM``;
+:class:`agents.lm.transformers_lm.TransformersLM` is the fallback with the same interface.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from agents.lm import FinishReason, Generation, SamplingParams
+from agents.lm.interfaces import FinishReason, Generation, SamplingParams
 
 __all__ = ["Backend", "VLLMLM", "select_generation_backend", "vllm_available"]
 
@@ -82,7 +82,7 @@ def select_generation_backend(prefer: str = "auto") -> Backend:
 
 
 class VLLMLM:
-    """A :class:`~agents.lm.LanguageModel` over an offline ``vllm.LLM`` engine.
+    """A :class:`~agents.lm.interfaces.LanguageModel` over an offline ``vllm.LLM`` engine.
 
     Args:
         model: A model directory or hub name.
@@ -97,8 +97,9 @@ class VLLMLM:
         **engine_kwargs: More ``vllm.LLM`` arguments.
 
     Log-probabilities are requested after temperature and top-p (``logprobs_mode=
-    "processed_logprobs"``, vLLM >= 0.10.2) so they match :class:`~agents.lm.Generation`'s
-    contract; an older vLLM reports the raw model distribution (a warning says so).
+    "processed_logprobs"``, vLLM >= 0.10.2) so they match
+    :class:`~agents.lm.interfaces.Generation`'s contract; an older vLLM reports the raw model
+    distribution (a warning says so).
 
     Raises:
         ImportError: Without vLLM (the message names the ``vllm`` extra).

@@ -17,10 +17,10 @@ import numpy as np
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("agents.sft needs PyTorch: pip install 'codea1[train]'") from exc
+    raise ImportError("agents.training.sft needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.rollout import Sample, micro_batches, pack, sequence_logprobs
-from agents.trainer_player import Player
+from agents.training.player import Player
+from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
 
 __all__ = ["SupervisedExample", "supervised_warm_start"]
 

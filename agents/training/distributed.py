@@ -6,8 +6,8 @@ The trainer runs unchanged on one process; launched by ``torchrun`` (or ``accele
 * **Rollouts are split across ranks.** Every rank draws the same global list of problems from the
   shared seeded sampler and takes its contiguous slice (``problems_per_step`` must divide by the
   world size). Each prompt is sampled from its own random stream keyed by its index in the global
-  batch (:attr:`agents.lm.SamplingParams.seed_offset`), so the split batch samples exactly what
-  one process would have sampled.
+  batch (:attr:`agents.lm.interfaces.SamplingParams.seed_offset`), so the split batch samples
+  exactly what one process would have sampled.
 * **Each rank judges its slice** with its own local sandbox. The mistake book is the shared SQLite
   file in the run directory (WAL mode, safe for several writers): each rank updates the entries of
   its own problems, and a barrier at the end of each step makes every rank see all updates before
@@ -240,7 +240,7 @@ def from_environment(device: str = "auto") -> Distributed:
     if missing:
         raise RuntimeError(
             f"WORLD_SIZE={world_size} but {', '.join(missing)} not set: launch with "
-            "`torchrun --nproc_per_node N -m agents.cli train ...`"
+            "`torchrun --nproc_per_node N -m agents.commands.cli train ...`"
         )
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])

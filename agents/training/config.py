@@ -103,7 +103,8 @@ class TrainConfig:
     """Module names that receive LoRA adapters."""
     prompt_style: Literal["chat", "compact"] = "chat"
     """``chat``: the paper-style instructions (wrapped in the chat template when the tokenizer has
-    one); ``compact``: the short prompts of the tiny CPU models (``agents.prompts.*_COMPACT``)."""
+    one); ``compact``: the short prompts of the tiny CPU models
+    (``agents.players.prompts.*_COMPACT``)."""
     generation_backend: str = "auto"
     """``auto`` (vLLM when installed and a GPU is present, else transformers), ``transformers``
     or ``vllm``."""

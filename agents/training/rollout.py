@@ -18,9 +18,9 @@ try:
     import torch
     from torch import Tensor
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("agents.rollout needs PyTorch: pip install 'codea1[train]'") from exc
+    raise ImportError("agents.training.rollout needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.grpo import token_logprobs
+from agents.training.grpo import token_logprobs
 
 __all__ = ["Batch", "Sample", "autocast", "micro_batches", "pack", "sequence_logprobs"]
 

@@ -34,7 +34,7 @@ try:
     import torch
     from torch import Tensor
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("agents.grpo needs PyTorch: pip install 'codea1[train]'") from exc
+    raise ImportError("agents.training.grpo needs PyTorch: pip install 'codea1[train]'") from exc
 
 __all__ = [
     "Aggregation",

@@ -2,7 +2,8 @@
 
 Usage::
 
-    python -m agents.serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]
+    python -m agents.lm.serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name
+    NAME]
 
 It serves one model with the standard library's ``http.server`` (no extra dependency) and answers:
 
@@ -44,12 +45,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agents.lm import Generation, SamplingParams
-from agents.transformers_lm import TransformersLM
+from agents.lm.interfaces import Generation, SamplingParams
+from agents.lm.transformers_lm import TransformersLM
 
 __all__ = ["CompletionService", "RequestError", "main", "make_server"]
 
-log = logging.getLogger("agents.serve")
+log = logging.getLogger("agents.lm.serve")
 
 _MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -508,7 +509,8 @@ def make_server(service: CompletionService, host: str = "127.0.0.1", port: int =
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(
-        prog="python -m agents.serve", description="OpenAI-compatible server for a local causal LM"
+        prog="python -m agents.lm.serve",
+        description="OpenAI-compatible server for a local causal LM",
     )
     parser.add_argument("--model", required=True, help="model directory or hub name")
     parser.add_argument("--host", default="127.0.0.1")
@@ -522,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
 
-    from agents.models import load_model, load_tokenizer
+    from agents.lm.models import load_model, load_tokenizer
 
     if args.threads:
         import torch

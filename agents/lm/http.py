@@ -1,11 +1,11 @@
-"""A :class:`~agents.lm.LanguageModel` behind any OpenAI-compatible HTTP API.
+"""A :class:`~agents.lm.interfaces.LanguageModel` behind any OpenAI-compatible HTTP API.
 
 Works with vLLM's server (``vllm serve MODEL``), llama.cpp's ``llama-server``, hosted APIs and
-the bundled :mod:`agents.serve`. Only the standard library is used (``urllib``).
+the bundled :mod:`agents.lm.serve`. Only the standard library is used (``urllib``).
 
 Example:
     >>> lm = OpenAICompatibleLM("http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-Coder-1.5B")
-    >>> coder = CoderPolicy(lm)                    # from agents.policy
+    >>> coder = CoderPolicy(lm)                    # from agents.players.policy
     >>> answers = coder.act(observations)
 
 Token ids are not part of the OpenAI API, so generations from a server carry text,
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agents.lm import FinishReason, Generation, SamplingParams
+from agents.lm.interfaces import FinishReason, Generation, SamplingParams
 
 __all__ = ["HTTPPolicyError", "OpenAICompatibleLM"]
 

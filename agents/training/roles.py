@@ -1,12 +1,12 @@
 """The two roles as the trainer samples them: prompts, sampling parameters, warm-start examples.
 
-The trainer talks to its live models through :class:`agents.transformers_lm.TransformersLM` and
-renders the players' prompts with the editable templates of :mod:`agents.prompts` (the paper's
-instructions for chat models, the compact ones for the tiny CPU models). Every observation comes
-from the env's game layer: a :class:`~codea1_env.game.duel.Duel` per (problem, code), the coder's
-move played with :meth:`~codea1_env.game.duel.Duel.play_code` (move checks, code extraction, the
-``anonymize_code`` option) and observed with :func:`codea1_env.game.spaces.observe` (clipping), so
-the tester reads exactly what ``CodeTestDuel-v0`` would show it for the same answer.
+The trainer talks to its live models through :class:`agents.lm.transformers_lm.TransformersLM` and
+renders the players' prompts with the editable templates of :mod:`agents.players.prompts` (the
+paper's instructions for chat models, the compact ones for the tiny CPU models). Every observation
+comes from the env's game layer: a :class:`~codea1_env.game.duel.Duel` per (problem, code), the
+coder's move played with :meth:`~codea1_env.game.duel.Duel.play_code` (move checks, code extraction,
+the ``anonymize_code`` option) and observed with :func:`codea1_env.game.spaces.observe` (clipping),
+so the tester reads exactly what ``CodeTestDuel-v0`` would show it for the same answer.
 
 Warm-start examples use exactly the prompt token ids the rollouts use, and targets in the answer
 format the rollouts produce: with compact prompts (which end in an opened ```` ```python ````
@@ -22,17 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from agents.config import TrainConfig
-from agents.lm import Generation, SamplingParams
-from agents.prompts import (
+from agents.lm.interfaces import Generation, SamplingParams
+from agents.players.prompts import (
     CODER_COMPACT,
     CODER_PROMPT,
     TESTER_COMPACT,
     TESTER_PROMPT,
     PromptTemplate,
 )
-from agents.sft import SupervisedExample
-from agents.trainer_player import Player
+from agents.training.config import TrainConfig
+from agents.training.player import Player
+from agents.training.sft import SupervisedExample
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
@@ -55,7 +55,7 @@ def sampling_params(
     and ``top_p``); evaluation uses ``eval_temperature`` (the tester's
     ``eval_tester_temperature`` when set) and ``eval_top_p``. The budget is ``max_code_tokens``
     or ``max_test_tokens``. ``seed_offset``: index of the call's first prompt in the global batch
-    (data-parallel rollouts), see :attr:`agents.lm.SamplingParams.seed_offset`.
+    (data-parallel rollouts), see :attr:`agents.lm.interfaces.SamplingParams.seed_offset`.
     """
     budget = config.max_code_tokens if role == "coder" else config.max_test_tokens
     temperature = config.rollout_temperature(role)
@@ -99,9 +99,9 @@ def strip_docstrings(program: str) -> str:
 class RolePolicies:
     """Samples both roles from the trainer's live models.
 
-    Rollouts run on ``transformers`` (:class:`~agents.transformers_lm.TransformersLM` over the
+    Rollouts run on ``transformers`` (:class:`~agents.lm.transformers_lm.TransformersLM` over the
     live model), or on vLLM when ``generation_backend`` selects it (``auto``: vLLM installed and a
-    CUDA GPU present; see :func:`agents.vllm_policy.select_generation_backend`). A vLLM engine
+    CUDA GPU present; see :func:`agents.lm.vllm.select_generation_backend`). A vLLM engine
     loads the model spec once and receives the trained weights after every update
     (:meth:`sync`). Prompts are always tokenized by the transformers side (warm-start examples).
 
@@ -125,8 +125,8 @@ class RolePolicies:
         config: TrainConfig,
         specs: Mapping[str, str] | None = None,
     ) -> None:
-        from agents.transformers_lm import TransformersLM
-        from agents.vllm_policy import select_generation_backend
+        from agents.lm.transformers_lm import TransformersLM
+        from agents.lm.vllm import select_generation_backend
 
         self.config = config
         compact = config.prompt_style == "compact"
@@ -158,7 +158,7 @@ class RolePolicies:
         self._mutants: dict[str, list[str]] = {}
 
     def _vllm_engines(self, specs: dict[str, str], chat: bool | None) -> dict[str, Any]:
-        from agents.vllm_policy import VLLMLM
+        from agents.lm.vllm import VLLMLM
 
         if self.config.use_lora:
             raise ValueError(

@@ -1,0 +1,5 @@
+"""The ``codea1`` command line: :mod:`.cli` dispatches to one module per subcommand.
+
+``train`` (:mod:`.train_cli`), ``duel`` (:mod:`.duel_cli`), ``eval`` (:mod:`.eval_cli`),
+``report`` (:mod:`.report_cli`) and ``serve-reward`` (:mod:`.serve_reward_cli`).
+"""

@@ -1,0 +1,5 @@
+"""Evaluating policies and reporting runs.
+
+* :mod:`.evaluate`: code and test-generation metrics of coder and tester policies;
+* :mod:`.report`: a training run's PNG plots and self-contained HTML page.
+"""
