@@ -2,7 +2,7 @@
 
 Subpackages, in the order imports run (each imports only those after it, and ``codea1_env``):
 
-* :mod:`agents.commands`: the ``codea1`` command line (``python -m agents.commands.cli``);
+* :mod:`agents.commands`: the ``codea1`` command line (``python -m agents.cli``);
 * :mod:`agents.integrations`: adapters for other RL engines (TRL, verl, OpenRLHF, SkyRL,
   verifiers) and the HTTP reward service;
 * :mod:`agents.evaluation`: policy evaluation and run reports;
@@ -13,7 +13,7 @@ Subpackages, in the order imports run (each imports only those after it, and ``c
 
 The heavy parts (torch, transformers) live in submodules and are imported only when used; install
 them with ``pip install 'codea1[train]'``. The old flat module paths the docs name
-(``agents.trainer``, ``agents.config``, ``agents.lm.serve``, ...) are kept as re-export modules.
+(``agents.trainer``, ``agents.config``, ``agents.serve``, ...) are kept as re-export modules.
 """
 
 __version__ = "0.1.0"

@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 
 TRAIN = [
     "-m",
-    "agents.commands.cli",
+    "agents.cli",
     "train",
     "--preset",
     "nano",

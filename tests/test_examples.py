@@ -48,7 +48,7 @@ def test_duel_cli_prints_a_table_and_json(tmp_path):
     out_json = tmp_path / "duels.json"
     out = run(
         "-m",
-        "agents.commands.cli",
+        "agents.cli",
         "duel",
         "--episodes",
         "16",

@@ -53,11 +53,11 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start ``python -m agents.lm.serve`` on a free port; always stop it."""
+    """Start ``python -m agents.serve`` on a free port; always stop it."""
     log_path = tmp_path_factory.mktemp("serve-log") / "stderr.txt"
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
-    command = [sys.executable, "-m", "agents.lm.serve", "--model", str(model_dir), "--host"]
+    command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir), "--host"]
     command += ["127.0.0.1", "--port", "0", "--served-model-name", NAME, "--threads", "1"]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

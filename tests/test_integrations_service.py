@@ -299,7 +299,7 @@ def test_sigterm_answers_every_accepted_request(tmp_path: Any) -> None:
         [
             sys.executable,
             "-m",
-            "agents.commands.cli",
+            "agents.cli",
             "serve-reward",
             "--port",
             "0",

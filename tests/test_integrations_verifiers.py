@@ -1,7 +1,7 @@
 """verifiers 0.4.0: ``vf-eval codea1-duel`` with a coder and a tester, each behind its own server.
 
 Runs the real ``vf-eval`` CLI (local subprocess runtimes, ``--no-push``, 127.0.0.1 only) against
-``python -m agents.lm.serve`` processes and checks that the rewards recorded on the traces equal
+``python -m agents.serve`` processes and checks that the rewards recorded on the traces equal
 ``CodeTestDuel-v0``'s ``info["rewards"]`` for the same texts. verifiers is not part of
 ``.[dev]`` (it pins openai, mcp and more): install it in a venv of its own (see
 docs/integrations.md); without it the tests skip.
@@ -88,7 +88,7 @@ def _stop(proc: Any) -> None:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[str, Path]]]:
-    """Two ``python -m agents.lm.serve`` processes: ``coder`` and ``tester`` (different models)."""
+    """Two ``python -m agents.serve`` processes: ``coder`` and ``tester`` (different models)."""
     from agents.lm.models import build_tiny_model
     from agents.lm.tokenizer import load_tiny_tokenizer
 
@@ -103,7 +103,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tupl
             build_tiny_model("nano", tokenizer, seed=seed).save_pretrained(model_dir)
             tokenizer.save_pretrained(model_dir)
             log = tmp_path_factory.mktemp(f"serve-{role}") / "stderr.txt"
-            command = [sys.executable, "-m", "agents.lm.serve", "--model", str(model_dir)]
+            command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir)]
             command += ["--host", "127.0.0.1", "--port", "0", "--served-model-name"]
             command += [f"tiny-{role}", "--threads", "1"]
             proc, base = _start(command, env, log)

@@ -32,7 +32,7 @@ def command(run_dir: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "agents.commands.cli",
+        "agents.cli",
         "train",
         "--preset",
         "nano",

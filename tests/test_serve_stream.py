@@ -1,4 +1,4 @@
-"""Streaming (server-sent events) from a real ``python -m agents.lm.serve`` process on 127.0.0.1."""
+"""Streaming (server-sent events) from a real ``python -m agents.serve`` process on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ MESSAGES = [{"role": "user", "content": "def add(a: int, b: int) -> int:"}]
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Build a tiny chat model, start ``python -m agents.lm.serve`` on a free port; always stop it."""
+    """Build a tiny chat model, start ``python -m agents.serve`` on a free port; always stop it."""
     model_dir = tmp_path_factory.mktemp("tiny-chat-model")
     tokenizer = load_tiny_tokenizer()
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -40,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("serve-stream-log") / "stderr.txt"
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
-    command = [sys.executable, "-m", "agents.lm.serve", "--model", str(model_dir), "--host"]
+    command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir), "--host"]
     command += ["127.0.0.1", "--port", "0", "--served-model-name", NAME, "--threads", "1"]
     with open(log_path, "w") as log:
         proc = subprocess.Popen(

@@ -23,8 +23,8 @@ verifiers resolves the taskset id ``codea1-duel`` by importing the top-level mod
 
 Example (both roles served locally, nothing pushed)::
 
-    python -m agents.lm.serve --model ./coder --port 8001 --served-model-name coder &
-    python -m agents.lm.serve --model ./tester --port 8002 --served-model-name tester &
+    python -m agents.serve --model ./coder --port 8001 --served-model-name coder &
+    python -m agents.serve --model ./tester --port 8002 --served-model-name tester &
     vf-eval codea1-duel --no-push --no-rich -n 4 -m coder \
         --client.base-url http://127.0.0.1:8001/v1 \
         --env.coder.model coder --env.coder.client.type eval \

@@ -285,7 +285,7 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
   :class:`~codea1_env.baselines.scripted.MutantCoder` plays).
 * ``gt+mutants``: both.
 * ``http``: ``samples`` answers per problem from a frozen Code LLM behind an OpenAI-compatible
-  server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.lm.serve``),
+  server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
   sampled once, when the file is written, with codea1's coder prompt.
 """
 

@@ -7,8 +7,7 @@
 * :mod:`.http`: a model behind any OpenAI-compatible HTTP API;
 * :mod:`.models`: the CPU preset's tiny Qwen2 models, and loading any Hugging Face model;
 * :mod:`.tokenizer`: the CPU preset's byte-level BPE tokenizer;
-* :mod:`.serve`: a minimal OpenAI-compatible server for a local model
-  (``python -m agents.lm.serve``).
+* :mod:`.serve`: a minimal OpenAI-compatible server for a local model (``python -m agents.serve``).
 """
 
 from agents.lm.interfaces import *  # noqa: F403

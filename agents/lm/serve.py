@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m agents.lm.serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name
+    python -m agents.serve --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name
     NAME]
 
 It serves one model with the standard library's ``http.server`` (no extra dependency) and answers:
@@ -50,7 +50,7 @@ from agents.lm.transformers_lm import TransformersLM
 
 __all__ = ["CompletionService", "RequestError", "main", "make_server"]
 
-log = logging.getLogger("agents.lm.serve")
+log = logging.getLogger("agents.serve")
 
 _MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -509,7 +509,7 @@ def make_server(service: CompletionService, host: str = "127.0.0.1", port: int =
 def main(argv: list[str] | None = None) -> int:
     """Run the server until SIGINT or SIGTERM."""
     parser = argparse.ArgumentParser(
-        prog="python -m agents.lm.serve",
+        prog="python -m agents.serve",
         description="OpenAI-compatible server for a local causal LM",
     )
     parser.add_argument("--model", required=True, help="model directory or hub name")

@@ -240,7 +240,7 @@ def from_environment(device: str = "auto") -> Distributed:
     if missing:
         raise RuntimeError(
             f"WORLD_SIZE={world_size} but {', '.join(missing)} not set: launch with "
-            "`torchrun --nproc_per_node N -m agents.commands.cli train ...`"
+            "`torchrun --nproc_per_node N -m agents.cli train ...`"
         )
     rank = int(os.environ["RANK"])
     local_rank = int(os.environ["LOCAL_RANK"])
