@@ -32,32 +32,35 @@ LARGE_LEN = 100
 
 
 @dataclass(frozen=True)
-class _Call:
+class ScriptedCall:
     """Arguments of one call of the entry point (plain values)."""
 
     args: tuple[Any, ...]
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def source(self, entry_point: str) -> str:
+        """The call as source: ``entry_point(args..., key=value...)``."""
         parts = [to_source(v) for v in self.args] + [f"{k}={to_source(v)}" for k, v in self.kwargs]
         return f"{entry_point}({', '.join(parts)})"
 
     def values(self) -> list[Any]:
+        """The argument values, positional then keyword."""
         return list(self.args) + [v for _, v in self.kwargs]
 
-    def with_value(self, position: int, value: Any) -> _Call:
+    def with_value(self, position: int, value: Any) -> ScriptedCall:
+        """A copy with the argument at ``position`` (keywords after positionals) replaced."""
         if position < len(self.args):
             args = self.args[:position] + (value,) + self.args[position + 1 :]
-            return _Call(args, self.kwargs)
+            return ScriptedCall(args, self.kwargs)
         k = position - len(self.args)
         kwargs = self.kwargs[:k] + ((self.kwargs[k][0], value),) + self.kwargs[k + 1 :]
-        return _Call(self.args, kwargs)
+        return ScriptedCall(self.args, kwargs)
 
 
-def _example_calls(problem: Problem) -> list[_Call]:
+def _example_calls(problem: Problem) -> list[ScriptedCall]:
     """Literal argument lists of the entry-point calls in the GT tests' asserts."""
     names = {problem.entry_point, "candidate"}
-    calls: list[_Call] = []
+    calls: list[ScriptedCall] = []
     for test in problem.tests:
         try:
             tree = ast.parse(test)
@@ -76,7 +79,7 @@ def _example_calls(problem: Problem) -> list[_Call]:
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 continue
             if len(kwargs) == len(call.keywords) and is_plain(list(args) + [v for _, v in kwargs]):
-                calls.append(_Call(args, kwargs))
+                calls.append(ScriptedCall(args, kwargs))
     return calls
 
 
@@ -107,7 +110,7 @@ def _parameters(program: str, entry_point: str) -> tuple[list[ast.arg], int]:
     return [], 0
 
 
-def _signature_call(program: str, entry_point: str) -> _Call:
+def _signature_call(program: str, entry_point: str) -> ScriptedCall:
     """Build a call from the entry point's required parameters (by annotation, else int 0)."""
     params, n_required = _parameters(program, entry_point)
     values = []
@@ -117,7 +120,7 @@ def _signature_call(program: str, entry_point: str) -> _Call:
             base = base.value
         name = base.id if isinstance(base, ast.Name) else "int"
         values.append(_ANNOTATION_DEFAULTS.get(name, 0))
-    return _Call(tuple(values))
+    return ScriptedCall(tuple(values))
 
 
 def _comparison_constants(code: str) -> tuple[list[int], dict[str, list[int]]]:
@@ -146,7 +149,8 @@ def _comparison_constants(code: str) -> tuple[list[int], dict[str, list[int]]]:
             values.append(value)
             for name in measured:
                 lengths.setdefault(name, []).append(value)
-    return _unique(values), {name: _unique(found)[:4] for name, found in lengths.items()}
+    found_lengths = {name: unique_values(found)[:4] for name, found in lengths.items()}
+    return unique_values(values), found_lengths
 
 
 def _called_name(call: ast.Call) -> str:
@@ -172,7 +176,8 @@ def _ints_in(value: Any) -> list[int]:
     return []
 
 
-def _unique(items: Sequence[Any]) -> list[Any]:
+def unique_values(items: Sequence[Any]) -> list[Any]:
+    """``items`` without repeats by type and source form (unprintable ones dropped), in order."""
     seen: set[str] = set()
     out = []
     for item in items:
@@ -190,10 +195,10 @@ def _unique(items: Sequence[Any]) -> list[Any]:
 
 
 @dataclass(frozen=True)
-class _Hints:
+class InputHints:
     """What the tester knows about a problem's inputs."""
 
-    examples: tuple[_Call, ...]
+    examples: tuple[ScriptedCall, ...]
     names: tuple[str, ...]  # parameter name of each argument of the first example ("" unknown)
     compared: tuple[int, ...]  # integer constants in the candidate's comparisons
     lengths: Mapping[str, list[int]]  # constants compared with len(name) ("" any name)
@@ -201,11 +206,13 @@ class _Hints:
 
     @property
     def int_range(self) -> tuple[int, int]:
+        """The integer range random inputs are drawn from: the known constants, padded by 5."""
         known = [*self.compared, *self.from_tests, -10, 10]
         return min(known) - 5, max(known) + 5
 
 
-def _hints(problem: Problem, code: str) -> _Hints:
+def input_hints(problem: Problem, code: str) -> InputHints:
+    """What the tester can read off the problem and the candidate ``code`` about inputs."""
     code = extract_code(code)
     examples = _example_calls(problem) or [_signature_call(problem.gt_program, problem.entry_point)]
     params = _parameters(code, problem.entry_point)[0]
@@ -214,13 +221,13 @@ def _hints(problem: Problem, code: str) -> _Hints:
     names = [p.arg for p in params[: len(first.args)]]
     names += [""] * (len(first.args) - len(names)) + [k for k, _ in first.kwargs]
     compared, lengths = _comparison_constants(code)
-    from_tests = _unique([i for call in examples for v in call.values() for i in _ints_in(v)])
-    return _Hints(
+    from_tests = unique_values([i for call in examples for v in call.values() for i in _ints_in(v)])
+    return InputHints(
         tuple(examples), tuple(names), tuple(compared[:8]), lengths, tuple(from_tests[:6])
     )
 
 
-def _boundary_values(value: Any, hints: _Hints, name: str) -> list[Any]:
+def _boundary_values(value: Any, hints: InputHints, name: str) -> list[Any]:
     """Return boundary inputs for argument ``name``, of the type of ``value``, best first."""
     kind = type(value)
     if kind is bool:
@@ -248,7 +255,7 @@ def _repeat(fill: Any, n: int, kind: type) -> Any:
     return "".join(items) if kind is str else kind(items)
 
 
-def _random_like(value: Any, hints: _Hints, rng: np.random.Generator) -> Any:
+def _random_like(value: Any, hints: InputHints, rng: np.random.Generator) -> Any:
     """Draw a random value shaped like ``value`` (same type, similar size and elements)."""
     kind = type(value)
     lo, hi = hints.int_range
@@ -283,11 +290,11 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-def _boundary_calls(hints: _Hints) -> list[_Call]:
+def boundary_calls(hints: InputHints) -> list[ScriptedCall]:
     """Vary one argument of the first example at a time, interleaving the arguments."""
     base = hints.examples[0]
     per_position = [
-        _unique([value, *_boundary_values(value, hints, name)])[1:]  # minus the base value
+        unique_values([value, *_boundary_values(value, hints, name)])[1:]  # minus the base value
         for value, name in zip(base.values(), hints.names, strict=True)
     ]
     calls = []
@@ -298,20 +305,21 @@ def _boundary_calls(hints: _Hints) -> list[_Call]:
     return calls
 
 
-def _random_calls(hints: _Hints, rng: np.random.Generator, count: int) -> list[_Call]:
+def random_calls(hints: InputHints, rng: np.random.Generator, count: int) -> list[ScriptedCall]:
+    """``count`` calls shaped like random examples, with random values near the known ones."""
     calls = []
     for _ in range(count):
         example = hints.examples[int(rng.integers(len(hints.examples)))]
         args = tuple(_random_like(v, hints, rng) for v in example.args)
         kwargs = tuple((k, _random_like(v, hints, rng)) for k, v in example.kwargs)
-        calls.append(_Call(args, kwargs))
+        calls.append(ScriptedCall(args, kwargs))
     return calls
 
 
 _INT_TOKEN = re.compile(r"(?<![\w.])-?\d+(?![\w.])")
 
 
-def _perturbed_inputs(text: str, deltas: Sequence[int]) -> list[str]:
+def perturbed_inputs(text: str, deltas: Sequence[int]) -> list[str]:
     """Return copies of ``text`` with one integer token shifted by each delta."""
     out = []
     for match in _INT_TOKEN.finditer(text):
@@ -321,7 +329,7 @@ def _perturbed_inputs(text: str, deltas: Sequence[int]) -> list[str]:
     return out
 
 
-def _random_inputs(text: str, rng: np.random.Generator, count: int) -> list[str]:
+def random_inputs(text: str, rng: np.random.Generator, count: int) -> list[str]:
     """Return copies of ``text`` with one random integer token set to a nearby value."""
     tokens = list(_INT_TOKEN.finditer(text))
     if not tokens:

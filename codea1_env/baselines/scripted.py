@@ -39,13 +39,13 @@ import numpy as np
 from codea1_env.baselines.inputs import LARGE_INT as LARGE_INT
 from codea1_env.baselines.inputs import LARGE_LEN as LARGE_LEN
 from codea1_env.baselines.inputs import (
-    _boundary_calls,
-    _Call,
-    _hints,
-    _perturbed_inputs,
-    _random_calls,
-    _random_inputs,
-    _unique,
+    ScriptedCall,
+    boundary_calls,
+    input_hints,
+    perturbed_inputs,
+    random_calls,
+    random_inputs,
+    unique_values,
 )
 from codea1_env.baselines.runner import _FAILED, _Run, _Runner
 from codea1_env.problems.problem import Problem
@@ -211,7 +211,7 @@ class RoleRouter:
 # --- testers -------------------------------------------------------------------------------------
 
 
-def _asserts(entry_point: str, calls: Sequence[_Call], values: Sequence[Any]) -> list[str]:
+def _asserts(entry_point: str, calls: Sequence[ScriptedCall], values: Sequence[Any]) -> list[str]:
     lines = []
     for call, value in zip(calls, values, strict=True):
         try:
@@ -328,11 +328,11 @@ class _GeneratingTester(abc.ABC):
 
     @staticmethod
     def _dedup_calls(
-        problem: Problem, calls: Sequence[_Call], limit: int, seen: set[str] | None = None
-    ) -> list[_Call]:
+        problem: Problem, calls: Sequence[ScriptedCall], limit: int, seen: set[str] | None = None
+    ) -> list[ScriptedCall]:
         """Return the first ``limit`` calls whose source is not in ``seen`` (which is updated)."""
         seen = set() if seen is None else seen
-        out: list[_Call] = []
+        out: list[ScriptedCall] = []
         for call in calls:
             try:
                 key = call.source(problem.entry_point)
@@ -375,17 +375,17 @@ class BoundaryTester(_GeneratingTester):
     """
 
     def _calls(self, problem: Problem, code: str, n_preferred: int) -> tuple[list[Any], list[Any]]:
-        hints = _hints(problem, code)
+        hints = input_hints(problem, code)
         n_random = max(self.n_tests - n_preferred, 1)
         seen: set[str] = set()
-        boundary = self._dedup_calls(problem, _boundary_calls(hints), 3 * self.n_tests, seen)
-        randoms = _random_calls(hints, self.rng, 6 * n_random)
+        boundary = self._dedup_calls(problem, boundary_calls(hints), 3 * self.n_tests, seen)
+        randoms = random_calls(hints, self.rng, 6 * n_random)
         return boundary, self._dedup_calls(problem, randoms, 3 * n_random, seen)
 
     def _stdio_inputs(self, problem: Problem, n_preferred: int) -> tuple[list[Any], list[Any]]:
         originals = [pair.input for pair in problem.io_pairs]
-        shifted = [s for text in originals for s in _perturbed_inputs(text, (1, -1))]
-        pool = _unique(originals + shifted)[: 3 * self.n_tests]
+        shifted = [s for text in originals for s in perturbed_inputs(text, (1, -1))]
+        pool = unique_values(originals + shifted)[: 3 * self.n_tests]
         return pool[:n_preferred], pool[n_preferred:]
 
 
@@ -399,16 +399,16 @@ class RandomTester(_GeneratingTester):
     boundary_share = 0.0
 
     def _calls(self, problem: Problem, code: str, n_preferred: int) -> tuple[list[Any], list[Any]]:
-        hints = _hints(problem, "")
-        calls = _random_calls(hints, self.rng, 6 * self.n_tests)
+        hints = input_hints(problem, "")
+        calls = random_calls(hints, self.rng, 6 * self.n_tests)
         return [], self._dedup_calls(problem, calls, 3 * self.n_tests)
 
     def _stdio_inputs(self, problem: Problem, n_preferred: int) -> tuple[list[Any], list[Any]]:
         per_input = max(1, (3 * self.n_tests) // max(1, len(problem.io_pairs)))
         pool = [
-            s for pair in problem.io_pairs for s in _random_inputs(pair.input, self.rng, per_input)
+            s for pair in problem.io_pairs for s in random_inputs(pair.input, self.rng, per_input)
         ]
-        return [], _unique(pool)[: 3 * self.n_tests]
+        return [], unique_values(pool)[: 3 * self.n_tests]
 
 
 class TrivialTester:

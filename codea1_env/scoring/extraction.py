@@ -26,7 +26,8 @@ __all__ = [
 # Code extraction from prose with Markdown fences
 # --------------------------------------------------------------------------------------------
 
-_PYTHON_TAGS = ("python", "py", "python3")
+PYTHON_TAGS = ("python", "py", "python3")
+"""Fence info strings that mark a Python block."""
 _FENCE = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*)$")
 
 
@@ -82,7 +83,7 @@ def extract_code(text: str, language: str = "python") -> str:
     """
     if not isinstance(text, str):
         return ""
-    tags = _PYTHON_TAGS if language.lower() in _PYTHON_TAGS else (language.lower(),)
+    tags = PYTHON_TAGS if language.lower() in PYTHON_TAGS else (language.lower(),)
     blocks = extract_fenced_blocks(text, tags) or extract_fenced_blocks(text, ("",))
     if not blocks:
         return text
@@ -114,7 +115,8 @@ class Rejected:
     reason: str
 
 
-def _clip(source: str, limit: int = 200) -> str:
+def clip_source(source: str, limit: int = 200) -> str:
+    """``source`` cut to ``limit`` characters (with ``...``), as rejections show it."""
     return source if len(source) <= limit else source[: limit - 3] + "..."
 
 
@@ -171,20 +173,20 @@ def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) ->
     for line, kind, body in sections:
         if kind == "input":
             if pending is not None:
-                rejected.append(Rejected(pending[0], _clip(pending[1]), "missing_output"))
+                rejected.append(Rejected(pending[0], clip_source(pending[1]), "missing_output"))
             pending = (line, body)
             continue
         if pending is None:
-            rejected.append(Rejected(line, _clip(body), "missing_input"))
+            rejected.append(Rejected(line, clip_source(body), "missing_input"))
             continue
         in_line, stdin = pending
         pending = None
         if len(pairs) >= max_cases:
-            rejected.append(Rejected(in_line, _clip(stdin), "too_many"))
+            rejected.append(Rejected(in_line, clip_source(stdin), "too_many"))
         else:
             pairs.append(IOPair(stdin, body))
     if pending is not None:
-        rejected.append(Rejected(pending[0], _clip(pending[1]), "missing_output"))
+        rejected.append(Rejected(pending[0], clip_source(pending[1]), "missing_output"))
     return ParsedIOPairs(tuple(pairs), tuple(rejected), "" if pairs else "no_pairs")
 
 

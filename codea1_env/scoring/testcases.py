@@ -65,10 +65,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from codea1_env.scoring.extraction import (
-    _PYTHON_TAGS,
+    PYTHON_TAGS,
     ParsedIOPairs,
     Rejected,
-    _clip,
+    clip_source,
     extract_code,
     extract_fenced_blocks,
     parse_io_pairs,
@@ -224,7 +224,7 @@ def parse_tests(
     """
     if not isinstance(text, str) or not text.strip():
         return ParsedTests((), (), "", "empty")
-    blocks = extract_fenced_blocks(text, _PYTHON_TAGS) or extract_fenced_blocks(text, ("",))
+    blocks = extract_fenced_blocks(text, PYTHON_TAGS) or extract_fenced_blocks(text, ("",))
     code = "\n".join(blocks) if blocks else text
     truncated = len(code) > max_chars
     if truncated:
@@ -280,7 +280,7 @@ def _split_statements(code: str) -> tuple[list[tuple[ast.stmt, int, str]], list[
             parsed, incomplete = _parse_chunk(merged)
         if parsed is None:
             bad = "\n".join(lines[start : chunks[i][1]]).strip()
-            rejects.append(Rejected(start + 1, _clip(bad), "syntax_error"))
+            rejects.append(Rejected(start + 1, clip_source(bad), "syntax_error"))
             i += 1
             continue
         sub_lines = lines[start : chunks[j][1]]
@@ -358,7 +358,7 @@ class _SuiteParser:
         self.n_asserts = 0
 
     def reject(self, line: int, source: str, reason: str) -> None:
-        self.rejected.append(Rejected(line, _clip(source), reason))
+        self.rejected.append(Rejected(line, clip_source(source), reason))
 
     def feed(self, stmt: ast.stmt, line: int, source: str) -> None:
         if len(source) > MAX_STATEMENT_CHARS:
