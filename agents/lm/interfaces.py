@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from codea1_env.baselines.scripted import Policy
+from codea1_env.game.policy import Policy
 
 __all__ = ["FinishReason", "Generation", "LanguageModel", "Policy", "SamplingParams"]
 

@@ -3,14 +3,14 @@
 Everything a scripted tester runs is untrusted text: the candidate's code, and the problem's
 ground-truth (GT) solution too, which may come from a user's ``reset(options={"problem": ...})``
 or a ``jsonl:`` file. So nothing here executes, evaluates or imports program text in this
-process. :class:`_Runner` sends each program with its inputs to a sandbox, in one batched call
+process. :class:`ProgramRunner` sends each program with its inputs to a sandbox, in one batched call
 per batch of inputs, and memoises the plain values that come back. The sandbox is, in order of
 preference, the one handed in, the sandbox of a :class:`~codea1_env.scoring.referee.Referee` handed
 in (shared with an env, started lazily by the referee), or one the runner starts itself on first
-use with :func:`codea1_env.sandbox.factory.make_sandbox` and stops in :meth:`_Runner.close`.
+use with :func:`codea1_env.sandbox.factory.make_sandbox` and stops in :meth:`ProgramRunner.close`.
 
 A run that raised, timed out, exited, crashed or returned a value that is not plain data is
-:data:`_FAILED`.
+:data:`RUN_FAILED`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class _Failed:
         return "<failed>"
 
 
-_FAILED: Any = _Failed()
+RUN_FAILED: Any = _Failed()
 """Marks a run that raised, timed out, exited or returned a non-plain value."""
 
 OWN_BACKEND = "local"
@@ -38,7 +38,7 @@ OWN_BACKEND = "local"
 
 
 @dataclass(frozen=True)
-class _Run:
+class ProgramRun:
     """One program and the inputs (call expressions, or stdin texts) it may be run on."""
 
     program: str
@@ -50,7 +50,7 @@ _Key = tuple[bool, str, str]
 """(stdio mode, program, call expression or stdin text): what one memoised output is of."""
 
 
-class _Runner:
+class ProgramRunner:
     """Outputs of programs on inputs: memoised, every one computed in a sandbox.
 
     Args:
@@ -108,7 +108,7 @@ class _Runner:
         if own is not None:
             own.close()
 
-    def start(self, runs: Sequence[_Run]) -> None:
+    def start(self, runs: Sequence[ProgramRun]) -> None:
         """Run every input of ``runs`` not seen before, in one batched sandbox call."""
         jobs: list[Job] = []
         job_keys: list[list[_Key]] = []
@@ -126,8 +126,8 @@ class _Runner:
         for keys_of_job, result in zip(job_keys, results, strict=True):
             self._store(keys_of_job, result.calls)
 
-    def value(self, run: _Run, item: str) -> Any:
-        """Return the output of ``run.program`` on ``item`` (``_FAILED`` when it failed)."""
+    def value(self, run: ProgramRun, item: str) -> Any:
+        """Return the output of ``run.program`` on ``item`` (``RUN_FAILED`` when it failed)."""
         key = (run.stdio, run.program, item)
         if key not in self._memo:  # evicted since :meth:`start`, or never started: run it alone
             [result] = self.sandbox.run([self._job(run.program, run.stdio, [item])])
@@ -143,7 +143,7 @@ class _Runner:
     def _store(self, keys: Sequence[_Key], calls: Sequence[CallResult]) -> None:
         for i, key in enumerate(keys):
             ok = i < len(calls) and calls[i].ok
-            self._memo[key] = calls[i].value if ok else _FAILED
+            self._memo[key] = calls[i].value if ok else RUN_FAILED
             self._memo.move_to_end(key)
         while len(self._memo) > self.memo_size:
             self._memo.popitem(last=False)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +47,8 @@ from codea1_env.baselines.inputs import (
     random_inputs,
     unique_values,
 )
-from codea1_env.baselines.runner import _FAILED, _Run, _Runner
+from codea1_env.baselines.runner import RUN_FAILED, ProgramRun, ProgramRunner
+from codea1_env.game.policy import Policy
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.sandbox.worker.plain import to_source
@@ -64,19 +65,6 @@ __all__ = [
     "RoleRouter",
     "TrivialTester",
 ]
-
-
-@runtime_checkable
-class Policy(Protocol):
-    """A batched policy: one text action per observation."""
-
-    def act(
-        self,
-        observations: Sequence[Mapping[str, Any]],
-        infos: Sequence[Mapping[str, Any]] | None = None,
-    ) -> list[str]:
-        """Return one action per observation (``infos[i]`` belongs to ``observations[i]``)."""
-        ...
 
 
 def _fenced(body: str, language: str = "python") -> str:
@@ -251,7 +239,7 @@ class _GeneratingTester(abc.ABC):
         self.n_tests = n_tests
         self.oracle = oracle
         self.rng = np.random.default_rng(seed)
-        self.runner = _Runner(
+        self.runner = ProgramRunner(
             sandbox, limits or Limits(call_timeout_s=timeout_s), owner=type(self).__name__
         )
 
@@ -273,7 +261,7 @@ class _GeneratingTester(abc.ABC):
         """Return a fenced test suite for each observation's candidate code."""
         problems = _problems(observations, infos)
         n_preferred = round(self.n_tests * self.boundary_share)
-        plans: list[tuple[_Run, list[Any], int]] = []
+        plans: list[tuple[ProgramRun, list[Any], int]] = []
         for obs, problem in zip(observations, problems, strict=True):
             code = str(obs.get("code", ""))
             stdio = problem.kind == "stdio"
@@ -284,7 +272,9 @@ class _GeneratingTester(abc.ABC):
                 preferred, extra = self._calls(problem, code, n_preferred)
                 inputs = [c.source(problem.entry_point) for c in preferred + extra]
             program = problem.gt_program if self.oracle else extract_code(code)
-            plans.append((_Run(program, stdio, tuple(inputs)), preferred + extra, len(preferred)))
+            plans.append(
+                (ProgramRun(program, stdio, tuple(inputs)), preferred + extra, len(preferred))
+            )
         self.runner.start([run for run, _, _ in plans])
         answers = []
         for problem, (run, items, n_first) in zip(problems, plans, strict=True):
@@ -297,7 +287,7 @@ class _GeneratingTester(abc.ABC):
                 answers.append(_fenced("\n".join(_asserts(problem.entry_point, picked, outputs))))
         return answers
 
-    def _select(self, run: _Run, n_first: int, n_preferred: int) -> list[tuple[int, Any]]:
+    def _select(self, run: ProgramRun, n_first: int, n_preferred: int) -> list[tuple[int, Any]]:
         """Pick inputs that ran: up to ``n_preferred`` of the first ``n_first``, then any.
 
         Inputs are tried in order and only until the suite is full.
@@ -310,7 +300,7 @@ class _GeneratingTester(abc.ABC):
                     return
                 if i not in chosen:
                     value = self.runner.value(run, run.inputs[i])
-                    if value is not _FAILED:
+                    if value is not RUN_FAILED:
                         chosen[i] = value
 
         take(range(n_first), n_preferred)
