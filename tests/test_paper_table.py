@@ -110,8 +110,8 @@ def test_collusion_rates_and_summary(table: ModuleType, tmp_path: Path) -> None:
 
 
 def test_trainer_init_from_starts_from_another_runs_weights(tmp_path: Path) -> None:
-    from agents.config import from_preset
-    from agents.trainer import Trainer
+    from agents.training.config import from_preset
+    from agents.training.trainer import Trainer
 
     a1 = from_preset(
         "nano", mode="code-a1", steps=0, sft_steps=2, sft_tester_steps=2,
