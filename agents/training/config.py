@@ -208,6 +208,15 @@ class TrainConfig:
     """Sequences per supervised step."""
     sft_lr: float = 1e-3
     """Supervised learning rate (constant after a short warm-up)."""
+    sft_suite_size: tuple[int, int] | None = None
+    """Tests in one warm-start suite of the tester, drawn uniformly from this inclusive range
+    per example (that many of the problem's GT asserts, a random subset in their order);
+    ``None``: the first ``k``. A range teaches the format over suites of several lengths, so
+    that RL can learn from the reward how many distinct tests pay (up to K)."""
+    sft_coder_mutant_share: float = 0.0
+    """Share of the coder's warm-start targets that are an AST mutant of the GT program instead
+    of the GT (a flipped comparison, a constant moved by one, ...): the warm-started coder then
+    makes real boundary bugs that a tester can find and RL can remove."""
 
     # --- logging and checkpoints ---------------------------------------------------------------
     checkpoint_every: int = 10
@@ -390,6 +399,20 @@ class TrainConfig:
             ),
             ("sft_batch_size", self.sft_batch_size >= 1, ">= 1"),
             ("sft_lr", self.sft_lr > 0, "> 0"),
+            (
+                "sft_suite_size",
+                self.sft_suite_size is None
+                or (
+                    len(self.sft_suite_size) == 2
+                    and 1 <= self.sft_suite_size[0] <= self.sft_suite_size[1]
+                ),
+                "null or [low, high] with 1 <= low <= high",
+            ),
+            (
+                "sft_coder_mutant_share",
+                0.0 <= self.sft_coder_mutant_share <= 1.0,
+                "in [0, 1]",
+            ),
             ("checkpoint_every", self.checkpoint_every >= 1, ">= 1"),
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),

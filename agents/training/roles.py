@@ -249,10 +249,10 @@ class RolePolicies:
         eos = self.players[role].tokenizer.eos_token or ""
         return "```python\n" + body + "\n```" + eos
 
-    def _candidate_code(self, problem: Problem, rng: np.random.Generator) -> str:
-        """GT code or (half the time) one of its mutants: what the tester is shown in warm-up."""
+    def _candidate_code(self, problem: Problem, rng: np.random.Generator, share: float) -> str:
+        """The GT code, or with probability ``share`` one of its AST mutants."""
         program = problem.gt_program.strip("\n")
-        if rng.random() < 0.5:
+        if rng.random() < 1.0 - share:  # the GT (a draw below 1 - share)
             return program
         if problem.task_id not in self._mutants:
             from codea1_env.scoring.mutation import generate_mutants
@@ -263,27 +263,42 @@ class RolePolicies:
         pool = self._mutants[problem.task_id]
         return pool[int(rng.integers(len(pool)))] if pool else program
 
+    def _warm_start_tests(self, problem: Problem, rng: np.random.Generator) -> str:
+        """The tester's warm-start target: GT asserts (see ``sft_suite_size``)."""
+        tests = list(problem.tests)
+        size = self.config.sft_suite_size
+        if size is None:
+            return "\n".join(tests[: self.config.k])
+        count = min(len(tests), int(rng.integers(size[0], size[1] + 1)))
+        keep = sorted(rng.choice(len(tests), size=count, replace=False).tolist())
+        return "\n".join(tests[i] for i in keep)
+
     def supervised_example(
         self, role: str, problem: Problem, rng: np.random.Generator
     ) -> SupervisedExample:
         """A warm-start example: the GT program (coder) or the GT asserts (tester).
 
-        The tester's target is the first ``k`` of the problem's GT ``assert`` lines (valid by
+        The coder's target is the GT program, or with probability ``sft_coder_mutant_share`` an
+        AST mutant of it (a bug to find). The tester's target is the first ``k`` of the
+        problem's GT ``assert`` lines, or a random subset of ``sft_suite_size`` of them (valid by
         construction: the GT passes them), in their order (the procedural family lists its
         inputs in ascending order around the thresholds, a regular pattern a tiny model picks
-        up), written against the GT code or a mutant of it. The observations are the env's: the
-        candidate is played as the coder's move, so the tester learns on the view it will be
-        shown (anonymized when ``anonymize_code`` is on).
+        up), written against the GT code or (half the time) a mutant of it. The observations
+        are the env's: the candidate is played as the coder's move, so the tester learns on the
+        view it will be shown (anonymized when ``anonymize_code`` is on).
         """
         duel = Duel(problem)
         if role == "coder":
             obs = observe(duel)
-            body = strip_docstrings(problem.gt_program)
+            share = self.config.sft_coder_mutant_share
+            body = strip_docstrings(
+                self._candidate_code(problem, rng, share) if share else problem.gt_program
+            )
         else:
-            candidate = answer_for(self._candidate_code(problem, rng))
+            candidate = answer_for(self._candidate_code(problem, rng, 0.5))
             duel.play_code(candidate, anonymize_code=self.config.anonymize_code)
             obs = observe(duel)
-            body = "\n".join(problem.tests[: self.config.k])
+            body = self._warm_start_tests(problem, rng)
         lm = self.encoders[role]
         tokenizer = self.players[role].tokenizer
         prompt_ids = lm.encode_prompt(self.prompt(role, obs))

@@ -10,7 +10,7 @@ documented in :mod:`codea1_env.problems.schema`; :func:`load_source` takes spec 
 from codea1_env.problems.adapters import LAYOUTS, adapt_record
 from codea1_env.problems.jsonl import read_problems, write_problems
 from codea1_env.problems.problem import IOPair, Problem
-from codea1_env.problems.procedural import ProceduralSource
+from codea1_env.problems.procedural import EDGE_TESTS, FAMILIES, OPT_IN_FAMILIES, ProceduralSource
 from codea1_env.problems.schema import ProblemFormatError, problem_from_dict, problem_to_dict
 from codea1_env.problems.sources import (
     BankSource,
@@ -24,7 +24,10 @@ from codea1_env.problems.sources import (
 )
 
 __all__ = [
+    "EDGE_TESTS",
+    "FAMILIES",
     "LAYOUTS",
+    "OPT_IN_FAMILIES",
     "BankSource",
     "DatasetUnreachable",
     "HFSource",

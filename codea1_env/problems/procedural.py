@@ -20,6 +20,17 @@ Families (difficulty in parentheses):
 ``three_way`` (0.7)
     ``a`` below ``lo``, ``c`` above ``hi``, ``b`` in between, each bound strict or not.
 
+Opt-in families (:data:`OPT_IN_FAMILIES`: only when named, e.g. ``families=["edge"]`` or the
+trainer's ``procedural:SEED:train:edge``; the default mix above is unchanged):
+
+``edge`` (0.2)
+    ``step`` in the form of the tiny CPU preset (docs/tiny_preset.md): the prompt is
+    ``def f(x):`` with the same one-line docstring, the GT program is ``def f(x):`` and its
+    ``return`` line (no docstring: the form a coder writes, so a tester that warm-starts on it
+    sees what it will see in RL), and :data:`EDGE_TESTS` GT tests (K of the paper) in ascending
+    order: the boundary ``t - 1, t, t + 1`` and five other distinct inputs within 9 of ``t``.
+    Every boundary mutant (a flipped comparison, a threshold moved by one) fails one of them.
+
 Problem ``i`` of a seed is a pure function of ``(seed, i)``: ``task_id`` is
 ``"proc/<seed>/<i>"``. The ``train`` and ``test`` splits use disjoint index ranges (test indices
 start at :data:`TEST_OFFSET`) *and* disjoint function contents: a hash of the family and
@@ -29,6 +40,7 @@ problem under another id.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -38,18 +50,27 @@ import numpy as np
 
 from codea1_env.problems.problem import Problem
 
-__all__ = ["FAMILIES", "TEST_OFFSET", "ProceduralSource"]
+__all__ = ["EDGE_TESTS", "FAMILIES", "OPT_IN_FAMILIES", "TEST_OFFSET", "ProceduralSource"]
 
 TEST_OFFSET = 1_000_000_000
 """First index of the ``test`` split; train indices are below it."""
 
 FAMILIES: dict[str, float] = {"step": 0.2, "range": 0.5, "linear": 0.6, "three_way": 0.7}
-"""Family name to difficulty."""
+"""Family name to difficulty: the default mix."""
+
+OPT_IN_FAMILIES: dict[str, float] = {"edge": 0.2}
+"""Families drawn only when named (``families=[...]``), with their difficulty."""
+
+_ALL_FAMILIES: dict[str, float] = {**FAMILIES, **OPT_IN_FAMILIES}
+
+EDGE_TESTS = 8
+"""GT tests of an ``edge`` problem: the boundary triple and five more inputs near it."""
 
 _MIN_TESTS = 6
 _TEST_SHARE = 5  # one distinct function in five belongs to the test split
 _DEFAULT_SIZE = {"train": 10_000, "test": 500}
 _HEADER = "def f(x: int) -> int:"
+_SHORT_HEADER = "def f(x):"
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,8 @@ class _Function:
     body: tuple[str, ...]
     thresholds: tuple[int, ...]
     params: dict[str, Any]
+    header: str = _HEADER
+    doc_in_source: bool = True
 
     def key(self) -> str:
         return self.family + "|" + "|".join(f"{k}={v}" for k, v in sorted(self.params.items()))
@@ -75,7 +98,8 @@ class ProceduralSource:
         difficulty: Keep families whose difficulty is at most this value, or within a
             ``(low, high)`` range.
         split: ``"train"`` or ``"test"`` (held out: disjoint ids and contents).
-        families: Restrict to these family names (default: all that pass ``difficulty``).
+        families: Restrict to these family names (default: all of :data:`FAMILIES` that pass
+            ``difficulty``; the :data:`OPT_IN_FAMILIES` only when named here).
 
     Raises:
         ValueError: a negative seed, a bad ``n`` or split, or no family left.
@@ -98,12 +122,12 @@ class ProceduralSource:
             raise ValueError(f"n must be an int in [1, {TEST_OFFSET}], got {n!r}")
         low, high = (0.0, difficulty) if isinstance(difficulty, (int, float)) else difficulty
         chosen = list(FAMILIES) if families is None else list(families)
-        unknown = [f for f in chosen if f not in FAMILIES]
+        unknown = [f for f in chosen if f not in _ALL_FAMILIES]
         if unknown:
-            raise ValueError(f"unknown families {unknown}; expected some of {list(FAMILIES)}")
-        self.families = tuple(f for f in chosen if low <= FAMILIES[f] <= high)
+            raise ValueError(f"unknown families {unknown}; expected some of {list(_ALL_FAMILIES)}")
+        self.families = tuple(f for f in chosen if low <= _ALL_FAMILIES[f] <= high)
         if not self.families:
-            raise ValueError(f"no family has a difficulty in [{low}, {high}]: {FAMILIES}")
+            raise ValueError(f"no family has a difficulty in [{low}, {high}]: {_ALL_FAMILIES}")
         self.seed = seed
         self.split = split
         self.n = size
@@ -168,6 +192,8 @@ def _draw(rng: np.random.Generator, families: Sequence[str]) -> _Function:
         return _range(rng)
     if family == "linear":
         return _linear(rng)
+    if family == "edge":
+        return _edge(rng)
     return _three_way(rng)
 
 
@@ -191,6 +217,11 @@ def _step(rng: np.random.Generator) -> _Function:
         thresholds=(t,),
         params={"op": op, "t": t, "a": a, "b": b},
     )
+
+
+def _edge(rng: np.random.Generator) -> _Function:
+    step = _step(rng)
+    return dataclasses.replace(step, family="edge", header=_SHORT_HEADER, doc_in_source=False)
 
 
 def _range(rng: np.random.Generator) -> _Function:
@@ -248,10 +279,17 @@ def _three_way(rng: np.random.Generator) -> _Function:
 
 def _source(function: _Function) -> str:
     body = "\n".join(f"    {line}" for line in function.body)
-    return f'{_HEADER}\n    """{function.doc}"""\n{body}\n'
+    if not function.doc_in_source:
+        return f"{function.header}\n{body}\n"
+    return f'{function.header}\n    """{function.doc}"""\n{body}\n'
 
 
 def _test_points(function: _Function, rng: np.random.Generator) -> list[int]:
+    if function.family == "edge":
+        (t,) = function.thresholds
+        near = [t + d for d in range(-9, 10) if abs(d) > 1]
+        others = rng.choice(near, size=EDGE_TESTS - 3, replace=False)
+        return sorted({t - 1, t, t + 1} | {int(x) for x in others})
     points = {p + d for p in function.thresholds for d in (-1, 0, 1)}
     low, high = min(function.thresholds), max(function.thresholds)
     points.add(low - int(rng.integers(5, 31)))
@@ -262,7 +300,7 @@ def _test_points(function: _Function, rng: np.random.Generator) -> list[int]:
 
 
 def _problem(function: _Function, task_id: str, rng: np.random.Generator, split: str) -> Problem:
-    prompt = f'{_HEADER}\n    """{function.doc}"""'
+    prompt = f'{function.header}\n    """{function.doc}"""'
     source = _source(function)
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # noqa: S102 (code generated above from integers)
@@ -274,7 +312,7 @@ def _problem(function: _Function, task_id: str, rng: np.random.Generator, split:
         entry_point="f",
         canonical_solution=source.rstrip("\n"),
         tests=tests,
-        difficulty=FAMILIES[function.family],
+        difficulty=_ALL_FAMILIES[function.family],
         tags=("procedural", "threshold", function.family),
         metadata={"family": function.family, "params": dict(function.params), "split": split},
     )
