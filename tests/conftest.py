@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,30 @@ def shared_sandbox() -> Iterator[Sandbox]:
 @pytest.fixture
 def sandbox(shared_sandbox: Sandbox) -> CountingSandbox:
     return CountingSandbox(shared_sandbox)
+
+
+@pytest.fixture
+def start_reward_server() -> Iterator[Callable[..., Any]]:
+    """``start(core, **service_kwargs)``: ``codea1 serve-reward``'s server in this process.
+
+    It listens on 127.0.0.1 (a free port, ``server.url``), batches with a 20 ms window unless
+    told otherwise, and is stopped (queue drained, core closed) after the test.
+    """
+    import threading
+
+    from agents.integrations.reward_service import RewardServer, RewardService, make_server
+
+    started: list[tuple[RewardServer, threading.Thread]] = []
+
+    def start(core: Any, **service_kwargs: Any) -> RewardServer:
+        service = RewardService(core, **{"batch_window_s": 0.02, **service_kwargs})
+        server = make_server(service, "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.start()
+        started.append((server, thread))
+        return server
+
+    yield start
+    for server, thread in started:
+        server.stop()
+        thread.join(10)

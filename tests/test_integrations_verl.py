@@ -275,3 +275,154 @@ def test_tester_rows_from_a_frozen_coder_over_http() -> None:
         adapter.build_tester_rows("bank", codes="http", limit=1)
     with pytest.raises(ValueError, match="codes must be"):
         adapter.build_tester_rows("bank", codes="nope", limit=1)
+
+
+# ------------------------------------------------------------------ reward_url: codea1 serve-reward
+
+
+@pytest.fixture
+def service_for(shared_sandbox: Any, start_reward_server: Any) -> Any:
+    """``start(**core_kwargs) -> (url, service)``: a ``codea1 serve-reward`` on 127.0.0.1."""
+    from agents.integrations.core import RewardCore
+
+    def start(**core_kwargs: Any) -> tuple[str, Any]:
+        server = start_reward_server(RewardCore("bank", sandbox=shared_sandbox, **core_kwargs))
+        return server.url, server.service
+
+    return start
+
+
+def _cases() -> list[tuple[dict[str, Any], str]]:
+    """(row, response): coder rows (GT, a mutant, no code) and tester rows (two suites each)."""
+    from agents.integrations.core import gt_suite
+
+    source = load_source("bank")
+    cases: list[tuple[dict[str, Any], str]] = []
+    for row in adapter.build_rows([source["bank/reverse_words"], source["bank/clamp"]]):
+        problem = source[row["extra_info"]["task_id"]]
+        mutant = MutantCache().get(problem.gt_program)[0]
+        for answer in (answer_for(problem.gt_program), "no code", answer_for(mutant.source)):
+            cases.append((row, answer))
+    problem = source["bank/reverse_words"]
+    tester = adapter.build_tester_rows([problem], codes="gt")[0]
+    buggy = dict(tester, extra_info=dict(tester["extra_info"], code=BUGGY))
+    for row in (tester, buggy):
+        cases += [(row, TESTS), (row, gt_suite(problem))]
+    return cases
+
+
+def _call(row: dict[str, Any], response: str) -> dict[str, Any]:
+    """compute_score's positional arguments and verl's extra_info keys, as verl passes them."""
+    extra = dict(row["extra_info"], num_turns=None, rollout_reward_scores={})
+    return {
+        "data_source": row["data_source"],
+        "solution_str": response,
+        "ground_truth": row["reward_model"]["ground_truth"],
+        "extra_info": extra,
+    }
+
+
+def test_reward_url_scores_equal_local_scores_and_the_env(
+    service_for: Any, shared_sandbox: Any
+) -> None:
+    import asyncio
+
+    from agents.integrations.core import gt_suite
+
+    url, service = service_for(opponent="gt+mistake_book", update_book=False)
+    local: dict[str, Any] = {"opponent": "gt+mistake_book", "update_book": False, "workers": 1}
+    cases = _cases()
+    remote = [adapter.compute_score(**_call(r, t), reward_url=url) for r, t in cases]
+    assert service.stats["accepted"] == len(cases)
+    for (row, text), got in zip(cases, remote):
+        assert got == adapter.compute_score(**_call(row, text), **local)
+        assert tuple(got) == adapter.SCORE_KEYS
+        problem = adapter.core_for(local).problem(row["reward_model"]["ground_truth"])
+        role = row["extra_info"]["role"]
+        code, tests = (row["extra_info"]["code"], text) if role == "tester" else (text, None)
+        info = _env_rewards(shared_sandbox, problem, code, tests or gt_suite(problem))
+        assert got["score"] == info["rewards"][role]
+        assert got["coder_reward"] == info["rewards"]["coder"]
+        assert got["tester_reward"] == info["rewards"]["tester"]
+        assert got["n_tests"] == len(info["verdicts"])
+    assert {r["score"] for r in remote[:6]} >= {0.0, 1.0}
+    assert any(0.0 < r["score"] < 1.0 for r in remote[6:])
+    # the batch form: ONE request; the async form (what verl's reward loop awaits)
+    batch = adapter.compute_score_batch(
+        [r["data_source"] for r, _ in cases],
+        [t for _, t in cases],
+        [r["reward_model"]["ground_truth"] for r, _ in cases],
+        [r["extra_info"] for r, _ in cases],
+        reward_url=url + "/v1/rows",
+    )
+    assert batch == remote and service.stats["accepted"] == len(cases) + 1
+
+    async def gathered(**kwargs: Any) -> list[dict[str, float]]:
+        calls = (adapter.compute_score_async(**_call(r, t), **kwargs) for r, t in cases)
+        return list(await asyncio.gather(*calls))
+
+    assert asyncio.run(gathered(reward_url=url)) == remote
+    assert asyncio.run(gathered(**local)) == remote  # without reward_url: local, in a thread
+    assert service.stats["batches"] < service.stats["accepted"]  # concurrent requests batched
+
+
+def test_reward_url_shares_the_services_book_as_local_scoring_shares_its_own(
+    service_for: Any, tmp_path: Any
+) -> None:
+    """The same sequence with book updates: the service's SQLite book evolves as a local one."""
+    from codea1_env.mistake_book import SqliteMistakeBook
+
+    book = tmp_path / "service_book.sqlite"
+    url, service = service_for(opponent="boundary", mistake_book=str(book))
+    local: dict[str, Any] = {"opponent": "boundary", "workers": 1}
+    cases = _cases() * 2  # the second round replays what the first wrote
+    sizes = []
+    for row, text in cases:
+        got = adapter.compute_score(**_call(row, text), reward_url=url)
+        assert got == adapter.compute_score(**_call(row, text), **local)
+        local_book = adapter.core_for(local).mistake_book
+        assert service.core.mistake_book.size() == local_book.size()
+        sizes.append(local_book.size())
+    assert sizes[-1] > 0 and len(set(sizes)) > 2
+    with SqliteMistakeBook(str(book)) as shared:
+        assert set(shared.problems()) == set(local_book.problems())
+
+
+def test_reward_url_errors_name_the_url_and_are_never_a_silent_zero(service_for: Any) -> None:
+    import socket
+
+    from agents.integrations.reward_client import RewardServiceError, post_rows
+
+    url, service = service_for(opponent="gt")
+    with pytest.raises(RewardServiceError, match="answered 400: rows.0..ground_truth: no problem"):
+        adapter.compute_score("codea1/bank", "x", "bank/nope", {}, reward_url=url)
+    with pytest.raises(RewardServiceError, match="rows.0..ground_truth: extra_info.code"):
+        adapter.compute_score(
+            "codea1/bank", TESTS, "bank/clamp", {"role": "tester"}, reward_url=url
+        )
+    with pytest.raises(RewardServiceError, match="no ground_truth") as caught:
+        adapter.compute_score("codea1/bank", "x", "", {}, reward_url=url)
+    assert caught.value.status == 400 and url in str(caught.value)
+    with pytest.raises(RewardServiceError, match=r"rows\[1\]\.response") as caught:
+        post_rows(url, [{"ground_truth": "bank/clamp", "response": "x"}, {"response": 3}])
+    assert caught.value.field == "rows[1].response"
+    with pytest.raises(RewardServiceError, match=r"rows\[0\]\.label"):
+        post_rows(url, [{"ground_truth": "bank/clamp", "response": "x", "label": 1}])
+    with pytest.raises(ValueError, match="opponent, workers belong on"):
+        adapter.compute_score(
+            "codea1/bank", "x", "bank/clamp", {}, reward_url=url, opponent="gt", workers=1
+        )
+    with pytest.raises(ValueError, match="http"):
+        adapter.compute_score("codea1/bank", "x", "bank/clamp", {}, reward_url="localhost:1")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    with pytest.raises(RewardServiceError, match=f"{dead}/v1/rows: unreachable"):
+        adapter.compute_score(
+            "codea1/bank", "x", "bank/clamp", {}, reward_url=dead, reward_retries=1
+        )
+    service.close()  # draining: 503, retried, then an error
+    with pytest.raises(RewardServiceError, match="answered 503: the reward service is shutting"):
+        adapter.compute_score(
+            "codea1/bank", "x", "bank/clamp", {}, reward_url=url, reward_retries=1
+        )

@@ -71,16 +71,27 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
-def _config(tokenizer_dir: str, **reward_kwargs: Any) -> Any:
-    """verl's own trainer config (hydra, ``ppo_trainer``) with the command-line overrides."""
+def _config(tokenizer_dir: str, manager: str = "codea1", **reward_kwargs: Any) -> Any:
+    """verl's own trainer config (hydra, ``ppo_trainer``) with the command-line overrides.
+
+    ``manager="naive"``: verl's own ``naive`` manager with codea1's ``compute_score_async`` as
+    the custom reward function (its options under ``custom_reward_function.reward_kwargs``).
+    """
     from hydra import compose, initialize_config_dir
 
     overrides = [
         f"actor_rollout_ref.model.path={tokenizer_dir}",
         "reward.num_workers=2",
-        "reward.reward_manager.name=codea1",
+        f"reward.reward_manager.name={manager}",
     ]
-    overrides += [f"+reward.reward_kwargs.{k}={v}" for k, v in reward_kwargs.items()]
+    key = "reward.reward_kwargs"
+    if manager == "naive":
+        overrides += [
+            f"reward.custom_reward_function.path={adapter.__file__}",
+            "reward.custom_reward_function.name=compute_score_async",
+        ]
+        key = "reward.custom_reward_function.reward_kwargs"
+    overrides += [f"+{key}.{k}={v}" for k, v in reward_kwargs.items()]
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         return compose(config_name="ppo_trainer", overrides=overrides)
 
@@ -148,6 +159,18 @@ def _dataproto(tokenizer: Any, samples: list[tuple[dict[str, Any], str]]) -> Any
     )
 
 
+def _local_scores(samples: list[tuple[dict[str, Any], str]], **kwargs: Any) -> list[Any]:
+    """The samples scored in this process, in one referee call (``compute_score_batch``)."""
+    return adapter.compute_score_batch(
+        [r["data_source"] for r, _ in samples],
+        [t for _, t in samples],
+        [r["reward_model"]["ground_truth"] for r, _ in samples],
+        [r["extra_info"] for r, _ in samples],
+        workers=1,
+        **kwargs,
+    )
+
+
 def _env_info(sandbox: Any, row: dict[str, Any], response: str) -> tuple[str, dict[str, Any]]:
     """The trained role and CodeTestDuel-v0's info for the sample (a fresh mistake book)."""
     problem = adapter.core_for({}).problem(row["reward_model"]["ground_truth"])
@@ -207,35 +230,110 @@ def test_run_single_batches_concurrent_samples(tokenizer_dir: str) -> None:
         )
 
     for max_batch, sizes in ((1024, [8]), (3, [3, 3, 2])):
-        options = {"opponent": "gt+mistake_book", "update_book": False, "workers": 1}
+        options: dict[str, Any] = {
+            "opponent": "gt+mistake_book",
+            "update_book": False,
+            "workers": 1,
+        }
         config = _config(tokenizer_dir, max_batch=max_batch, **options)
         manager = CodeA1RewardManager(config, tokenizer, None)
         outputs = asyncio.run(score(manager))
         assert manager.batch_sizes == sizes
-        expected = adapter.compute_score_batch(
-            [r["data_source"] for r, _ in samples],
-            [t for _, t in samples],
-            [r["reward_model"]["ground_truth"] for r, _ in samples],
-            [r["extra_info"] for r, _ in samples],
-            opponent="gt+mistake_book",
-            update_book=False,
-            workers=1,
-        )
+        expected = _local_scores(samples, opponent="gt+mistake_book", update_book=False)
         assert [o["reward_score"] for o in outputs] == [e["score"] for e in expected]
         for output, want, size in zip(outputs, expected, [s for s in sizes for _ in range(s)]):
             assert output["reward_extra_info"] == {**want, "batch_size": float(size)}
     adapter.close_cores()
 
 
-def test_reward_loop_manager_rewards_equal_the_env(
-    tokenizer_dir: str, local_ray: None, shared_sandbox: Any, tmp_path: Path
+@pytest.fixture
+def reward_service(shared_sandbox: Any, tmp_path: Path, start_reward_server: Any) -> Any:
+    """``codea1 serve-reward``'s server in this process, on 127.0.0.1, with a SQLite book."""
+    from agents.integrations.core import RewardCore
+
+    book = str(tmp_path / "service_book.sqlite")
+    core = RewardCore("bank", opponent="gt+mistake_book", mistake_book=book, sandbox=shared_sandbox)
+    return start_reward_server(core)
+
+
+def test_run_single_with_reward_url_posts_one_request_per_batch(
+    tokenizer_dir: str, reward_service: Any
 ) -> None:
+    import socket
+
+    from verl.utils import hf_tokenizer
+
+    from agents.integrations.reward_client import RewardServiceError
+    from agents.integrations.verl_manager import CodeA1RewardManager
+
+    tokenizer = hf_tokenizer(tokenizer_dir)
+    samples = _samples()
+    data = _dataproto(tokenizer, samples)
+
+    async def score(manager: Any) -> list[Any]:
+        calls = (manager.run_single(data[i : i + 1]) for i in range(len(data)))
+        return list(await asyncio.gather(*calls, return_exceptions=True))
+
+    url = reward_service.url
+    config = _config(tokenizer_dir, max_batch=3, reward_url=url)
+    manager = CodeA1RewardManager(config, tokenizer, None)
+    assert manager.remote is not None and manager.remote.url == url
+    outputs = asyncio.run(score(manager))
+    assert manager.batch_sizes == [3, 3, 2]
+    assert reward_service.service.stats["accepted"] == 3  # one request per batch
+    # a fresh local book: the service's started empty and saw the same rows in this order
+    expected = _local_scores(samples, opponent="gt+mistake_book")
+    assert [o["reward_score"] for o in outputs] == [e["score"] for e in expected]
+    for output, want, size in zip(outputs, expected, [3, 3, 3, 3, 3, 3, 2, 2]):
+        assert output["reward_extra_info"] == {**want, "batch_size": float(size)}
+    adapter.close_cores()
+    # the scoring options are the service's: giving them here too fails at once
+    with pytest.raises(ValueError, match="opponent belong on"):
+        CodeA1RewardManager(_config(tokenizer_dir, reward_url=url, opponent="gt"), tokenizer, None)
+    # an unreachable service fails every sample of the batch (no silent 0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    config = _config(tokenizer_dir, reward_url=dead, reward_retries=0)
+    failed = asyncio.run(score(CodeA1RewardManager(config, tokenizer, None)))
+    assert all(isinstance(f, RewardServiceError) and dead in str(f) for f in failed)
+
+
+@pytest.mark.parametrize("via", ["local", "reward_url", "naive+compute_score_async"])
+def test_reward_loop_manager_rewards_equal_the_env(
+    via: str,
+    tokenizer_dir: str,
+    local_ray: None,
+    shared_sandbox: Any,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Two Ray reward workers; the rewards equal the env's and both workers fill ONE book.
+
+    ``local``: each worker scores with its own core, both opening one SQLite file.
+    ``reward_url``: the ``codea1`` manager sends each worker's batch in ONE request to a
+    ``codea1 serve-reward`` (the service's book is the one book; the workers open none).
+    ``naive+compute_score_async``: verl's own ``naive`` manager awaits codea1's async reward
+    function, which posts each sample to the service.
+    """
     from verl.utils import hf_tokenizer
 
     from codea1_env.mistake_book import SqliteMistakeBook
 
     book = tmp_path / "book.sqlite"
-    config = _config(tokenizer_dir, opponent="gt+mistake_book", mistake_book=str(book), workers=1)
+    server = None
+    if via == "local":
+        options: dict[str, Any] = {
+            "opponent": "gt+mistake_book",
+            "mistake_book": str(book),
+            "workers": 1,
+        }
+        config = _config(tokenizer_dir, **options)
+    else:
+        server = request.getfixturevalue("reward_service")
+        book = tmp_path / "service_book.sqlite"
+        manager_name = "naive" if via.startswith("naive") else "codea1"
+        config = _config(tokenizer_dir, manager_name, reward_url=server.url)
     tokenizer = hf_tokenizer(tokenizer_dir)
     samples = _samples()
     data = _dataproto(tokenizer, samples)
@@ -246,8 +344,16 @@ def test_reward_loop_manager_rewards_equal_the_env(
     assert scores.shape == data.batch["responses"].shape
     lengths = data.batch["attention_mask"][:, data.batch["prompts"].shape[1] :].sum(dim=1)
     extra = out.non_tensor_batch
-    assert set(out.meta_info["reward_extra_keys"]) == {*adapter.SCORE_KEYS, "batch_size"}
-    assert list(extra["batch_size"]) == [4.0] * 8  # one referee call per worker
+    if via.startswith("naive"):  # verl's naive manager logs compute_score's dict as it is
+        assert out.meta_info["reward_extra_keys"] == list(adapter.SCORE_KEYS)
+    else:
+        assert set(out.meta_info["reward_extra_keys"]) == {*adapter.SCORE_KEYS, "batch_size"}
+        assert list(extra["batch_size"]) == [4.0] * 8  # one referee call (or request) per worker
+    if server is not None:
+        stats = server.service.stats
+        assert stats["rows"] == 8 and stats["failed"] == 0
+        # codea1: one request per worker; naive: one per sample, batched by the service
+        assert stats["accepted"] == (8 if via.startswith("naive") else 2)
     rewards = []
     for i, (row, text) in enumerate(samples):
         response = tokenizer.decode(

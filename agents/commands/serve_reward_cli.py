@@ -8,6 +8,7 @@ Example::
 
     codea1 serve-reward --source bank --mistake-book /data/book.sqlite --port 8011
     # OpenRLHF: --reward.remote_url http://127.0.0.1:8011/get_reward
+    # verl: reward.reward_manager.name=codea1 +reward.reward_kwargs.reward_url=http://127.0.0.1:8011
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@
   referee); every adapter scores through it, so through :meth:`Referee.judge_many
   <codea1_env.scoring.referee.Referee.judge_many>` and nothing else.
 * :mod:`agents.integrations.reward_service`: ``codea1 serve-reward``, an HTTP service that batches
-  concurrent requests into single sandbox calls (OpenRLHF's remote reward protocol and
-  ``/v1/judge``).
+  concurrent requests into single sandbox calls (OpenRLHF's remote reward protocol,
+  ``/v1/judge`` and verl's ``/v1/rows``).
+* :mod:`agents.integrations.reward_client`: the client of ``/v1/rows`` (verl's ``reward_url``:
+  reward workers on many nodes, one service, one mistake book).
 * :mod:`agents.integrations.openrlhf`: OpenRLHF's request and answer formats, and an in-process
   ``reward_func``.
 * :mod:`agents.integrations.skyrl`: SkyRL-gym ``BaseTextEnv`` envs for the coder and the tester.

@@ -26,6 +26,20 @@ Endpoints:
     ``info`` for that (code, suite): ``rewards``, ``reasons``, ``tests``, ``verdicts``,
     ``rejected``, ``mistake_book_verdicts``, ``gt_pass_rate``, ``tester_reward_parts``. A code with
     no suite gets ``"pairs": [[]]`` and its info under ``"code_infos"``.
+``POST /v1/rows``
+    verl's rows (:mod:`agents.integrations.reward_client` is its client; up to
+    :data:`MAX_ROWS`), each the coder's answer or, with ``extra_info.role == "tester"``, the
+    tester's suite against ``extra_info.code``::
+
+        {"rows": [{"ground_truth": "bank/clamp" | {JSONL record} | "<its JSON>",
+                   "extra_info": {"role": ..., "code": ..., "problem": ...},   # optional
+                   "response": TEXT}, ...]}
+
+    answers ``{"scores": [SCORES, ...]}``, one per row: the dict
+    :func:`agents.integrations.verl.compute_score` returns locally (``score``, the trained
+    role's reward, and the rest of :data:`agents.integrations.verl.SCORE_KEYS`), built by the
+    same :func:`~agents.integrations.verl.row_for` and
+    :func:`~agents.integrations.verl.scores_for`.
 ``GET /health``
     ``{"status": "ok" | "draining", ...counters}``.
 
@@ -54,13 +68,23 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agents.integrations import openrlhf
-from agents.integrations.core import GridResult, GridRow, RequestError, RewardCore, Row
+from agents.integrations import openrlhf, verl
+from agents.integrations.core import (
+    CoderRow,
+    GridResult,
+    GridRow,
+    PairResult,
+    RequestError,
+    RewardCore,
+    Row,
+    TesterRow,
+)
 from agents.integrations.options import DEFAULT_MAX_BODY_BYTES
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "MAX_CODES",
+    "MAX_ROWS",
     "MAX_SUITES",
     "RewardServer",
     "RewardService",
@@ -68,6 +92,8 @@ __all__ = [
     "judge_payload",
     "make_server",
     "parse_judge",
+    "parse_rows",
+    "rows_payload",
     "serve",
 ]
 
@@ -75,6 +101,8 @@ MAX_CODES = 256
 """Most codes one ``/v1/judge`` request may carry."""
 MAX_SUITES = 256
 """Most suites per code in one ``/v1/judge`` request."""
+MAX_ROWS = 4096
+"""Most rows one ``/v1/rows`` request may carry."""
 
 _STOP = object()
 
@@ -316,7 +344,62 @@ def judge_payload(row: GridRow, result: GridResult) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------------- /v1/rows
+_ROW_FIELDS = {"ground_truth", "extra_info", "response", "data_source"}
+
+
+def parse_rows(core: RewardCore, body: Any) -> list[CoderRow | TesterRow]:
+    """Validate a ``/v1/rows`` body into rows, with :func:`agents.integrations.verl.row_for`.
+
+    ``data_source`` may be sent and is ignored (as the local path ignores it).
+
+    Raises:
+        RequestError: naming the wrong field (``rows[3].response``, ``rows[0].ground_truth``).
+
+    """
+    if not isinstance(body, Mapping) or set(body) != {"rows"}:
+        raise RequestError(None, 'the body must be a JSON object {"rows": [...]}')
+    items = body["rows"]
+    if not isinstance(items, list):
+        raise RequestError("rows", f"expected a list, got {type(items).__name__}")
+    if len(items) > MAX_ROWS:
+        raise RequestError("rows", f"{len(items)} rows; at most {MAX_ROWS} per request")
+    rows: list[CoderRow | TesterRow] = []
+    for i, item in enumerate(items):
+        where = f"rows[{i}]"
+        if not isinstance(item, Mapping):
+            raise RequestError(where, "expected an object with ground_truth, extra_info, response")
+        unknown = sorted(set(item) - _ROW_FIELDS)
+        if unknown:
+            raise RequestError(
+                f"{where}.{unknown[0]}", f"unknown field; known: {sorted(_ROW_FIELDS)}"
+            )
+        response = item.get("response")
+        if not isinstance(response, str):
+            raise RequestError(f"{where}.response", "expected a string (the policy's response)")
+        info = item.get("extra_info")
+        if info is not None and not isinstance(info, Mapping):
+            raise RequestError(f"{where}.extra_info", "expected an object or null")
+        rows.append(
+            verl.row_for(core, item.get("ground_truth"), info, response, f"{where}.ground_truth")
+        )
+    return rows
+
+
+def rows_payload(rows: Sequence[CoderRow | TesterRow], results: Sequence[Any]) -> dict[str, Any]:
+    """The ``/v1/rows`` answer: :func:`agents.integrations.verl.scores_for` of every row."""
+    scores = []
+    for row, result in zip(rows, results, strict=True):
+        if not isinstance(result, PairResult):
+            raise TypeError("verl rows score as pairs")
+        scores.append(verl.scores_for(result, row))
+    return {"scores": scores}
+
+
 # ---------------------------------------------------------------------- HTTP
+_POST_ROUTES = ("", "/get_reward", "/v1/judge", "/v1/rows")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "codea1-reward/0.1"
     timeout = 60
@@ -328,14 +411,14 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server naming)
         if self.path.split("?")[0].rstrip("/") in ("/health", "/v1/health"):
             self._reply(200, self.app.service.health())
-        elif self.path.split("?")[0].rstrip("/") in ("/get_reward", "/v1/judge", ""):
+        elif self.path.split("?")[0].rstrip("/") in _POST_ROUTES:
             self._error(405, "use POST", None, "method_not_allowed")
         else:
             self._error(404, f"no route {self.path}", None, "not_found")
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         route = self.path.split("?")[0].rstrip("/")
-        if route not in ("", "/get_reward", "/v1/judge"):
+        if route not in _POST_ROUTES:
             self._error(404, f"no route {self.path}", None, "not_found")
             return
         body = self._body()
@@ -347,6 +430,10 @@ class _Handler(BaseHTTPRequestHandler):
                 grid = parse_judge(core, body)
                 result = self._wait([grid])[0]
                 self._reply(200, judge_payload(grid, result))
+            elif route == "/v1/rows":
+                verl_rows = parse_rows(core, body)
+                results = self._wait(list(verl_rows)) if verl_rows else []
+                self._reply(200, rows_payload(verl_rows, results))
             else:
                 rows, found = openrlhf.parse_request(core, body)
                 results = self._wait(rows) if rows else []

@@ -27,6 +27,20 @@ the same WAL-mode file, so they share one book), ``seed``, ``num_tests``, ``work
 changing it, e.g. for validation). Each process builds one
 :class:`~agents.integrations.core.RewardCore` per distinct setting and keeps it.
 
+``reward_url`` (``http://HOST:8011``) scores through a running ``codea1 serve-reward`` instead
+(its ``POST /v1/rows``, :mod:`agents.integrations.reward_client`): no core, sandbox or book in
+the reward worker; reward workers on many nodes share the service's one book. The result is the
+same dict, scored by the same :func:`row_for` and :meth:`RewardCore.score
+<agents.integrations.core.RewardCore.score>` in the service; the scoring options are then the
+service's flags (giving one in ``reward_kwargs`` too is an error). ``reward_timeout_s`` (900)
+and ``reward_retries`` (4, only for a refused connection or a 503) tune the client; an
+unreachable service or an error answer raises
+:class:`~agents.integrations.reward_client.RewardServiceError` (never a silent 0).
+:func:`compute_score_async` is the coroutine form verl's reward loop awaits
+(``reward.custom_reward_function.name=compute_score_async``: verl 0.9.1's ``naive``, ``dapo``,
+``gdpo`` and ``limited`` managers check ``inspect.iscoroutinefunction``; its ``remote`` manager
+refuses coroutines).
+
 Roles: verl trains one policy per run. :func:`build_rows` writes rows for the **coder** (the
 tester is frozen: ``reward_kwargs.opponent``); :func:`build_tester_rows` writes rows for the
 **tester** (the coder is frozen: each row carries one frozen coder answer in
@@ -45,11 +59,13 @@ of a reward worker in batches (one referee call each).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agents.integrations import reward_client
 from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
 from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.game.duel import Duel, answer_for
@@ -59,13 +75,16 @@ from codea1_env.problems import Problem, problem_to_dict
 __all__ = [
     "CODE_SOURCES",
     "SCORE_KEYS",
+    "SCORING_KWARGS",
     "build_rows",
     "build_tester_rows",
     "compute_score",
+    "compute_score_async",
     "compute_score_batch",
     "core_for",
     "frozen_codes",
     "main",
+    "remote_scoring",
     "row_for",
     "score_rows",
     "scores_for",
@@ -84,7 +103,7 @@ SCORE_KEYS = (
 )
 """The keys of every :func:`compute_score` result (all floats)."""
 
-_KWARGS = (
+SCORING_KWARGS = (
     "source",
     "opponent",
     "mode",
@@ -98,6 +117,7 @@ _KWARGS = (
     "opponent_model",
     "update_book",
 )
+"""The ``reward_kwargs`` that choose the local scoring (``codea1 serve-reward``'s flags)."""
 _CORES: dict[tuple[Any, ...], RewardCore] = {}
 _LOCK = threading.Lock()
 
@@ -113,7 +133,9 @@ def core_for(kwargs: Mapping[str, Any]) -> RewardCore:
         The one :class:`RewardCore` of this process for this setting.
 
     """
-    config = {key: kwargs[key] for key in _KWARGS if key in kwargs and kwargs[key] is not None}
+    config = {
+        key: kwargs[key] for key in SCORING_KWARGS if key in kwargs and kwargs[key] is not None
+    }
     key = tuple(sorted((k, str(v)) for k, v in config.items()))
     with _LOCK:
         core = _CORES.get(key)
@@ -133,13 +155,15 @@ def close_cores() -> None:
         core.close()
 
 
-def _problem_spec(ground_truth: Any, extra_info: Mapping[str, Any] | None) -> Any:
+def _problem_spec(ground_truth: Any, extra_info: Mapping[str, Any] | None, where: str) -> Any:
     """The problem of a row: ``ground_truth`` (id or record), else ``extra_info["problem"]``."""
-    if ground_truth not in (None, ""):
+    if ground_truth is not None and not (isinstance(ground_truth, str) and not ground_truth):
         return ground_truth
     if extra_info and extra_info.get("problem") is not None:
         return extra_info["problem"]
-    raise ValueError("codea1 compute_score: the row has no ground_truth (a problem id or record)")
+    raise RequestError(
+        where, "the row has no ground_truth (a problem id or record) nor extra_info.problem"
+    )
 
 
 def row_for(
@@ -167,12 +191,12 @@ def row_for(
         :class:`~agents.integrations.core.TesterRow`.
 
     Raises:
-        RequestError: an unknown problem, a malformed record, an unknown role, or a tester row
-            without its frozen code.
+        RequestError: no problem, an unknown problem, a malformed record, an unknown role, or a
+            tester row without its frozen code.
 
     """
     info = extra_info or {}
-    problem = core.problem(_problem_spec(ground_truth, info), where)
+    problem = core.problem(_problem_spec(ground_truth, info, where), where)
     role = info.get("role") or "coder"
     if role == "coder":
         return CoderRow(problem, response)
@@ -247,9 +271,70 @@ def compute_score(
         ``{"score": the coder's (or, for a tester row, the tester's) reward, ...}`` with the
         keys of :data:`SCORE_KEYS`.
 
+    Raises:
+        RequestError: the row cannot be scored (no or an unknown problem, a bad role, a tester
+            row without its code).
+        RewardServiceError: with ``reward_url``: the service is unreachable or answered an
+            error (a 400 names the row's field).
+        ValueError: ``reward_url`` together with local scoring options.
+
     """
+    remote = remote_scoring(kwargs)
+    if remote is not None:
+        row = reward_client.wire_row(ground_truth, extra_info, solution_str)
+        return reward_client.post_rows(remote, [row], SCORE_KEYS)[0]
     core = core_for(kwargs)
     return score_rows(core, [row_for(core, ground_truth, extra_info, solution_str)])[0]
+
+
+async def compute_score_async(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """The coroutine form of :func:`compute_score`, which verl's reward loop awaits.
+
+    verl 0.9.1's ``get_custom_reward_fn`` and its ``naive``/``dapo``/``gdpo``/``limited``
+    managers see a coroutine function (``inspect.iscoroutinefunction``) and await it instead of
+    running it in their thread pool: ``reward.custom_reward_function.name=compute_score_async``.
+    With ``reward_url`` the request runs in a thread (the service batches the concurrent
+    requests of every worker); without it the local scoring does.
+
+    Args:
+        data_source: The row's ``data_source`` (not used for scoring).
+        solution_str: The model's response.
+        ground_truth: ``reward_model.ground_truth`` (a problem id or record).
+        extra_info: The row's ``extra_info``.
+        **kwargs: ``reward_kwargs`` (see the module docstring).
+
+    Returns:
+        :func:`compute_score`'s dict.
+
+    Raises:
+        RequestError: the row cannot be scored.
+        RewardServiceError: with ``reward_url``: the service is unreachable or answered an error.
+        ValueError: ``reward_url`` together with local scoring options.
+
+    """
+    remote = remote_scoring(kwargs)
+    if remote is not None:
+        row = reward_client.wire_row(ground_truth, extra_info, solution_str)
+        return (await reward_client.apost_rows(remote, [row], SCORE_KEYS))[0]
+    return await asyncio.to_thread(
+        compute_score, data_source, solution_str, ground_truth, extra_info, **kwargs
+    )
+
+
+def remote_scoring(kwargs: Mapping[str, Any]) -> reward_client.RemoteScoring | None:
+    """The ``reward_url`` options of ``reward_kwargs`` (None: score in this process).
+
+    Raises:
+        ValueError: ``reward_url`` together with one of :data:`SCORING_KWARGS`, or bad values.
+
+    """
+    return reward_client.remote_scoring(kwargs, SCORING_KWARGS)
 
 
 def compute_score_batch(
@@ -264,11 +349,19 @@ def compute_score_batch(
     verl 0.9.1's legacy ``verl/workers/reward_manager/batch.py`` calls it with
     ``data_sources=, solution_strs=, ground_truths=, extra_infos=``; its reward loop (what
     ``main_ppo`` runs) has no batch manager of its own, see :mod:`agents.integrations.verl_manager`.
+    With ``reward_url`` the batch is ONE request to the service.
     """
-    core = core_for(kwargs)
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     if not len(data_sources) == len(solution_strs) == len(ground_truths) == len(infos):
         raise ValueError("compute_score_batch: the four lists must have the same length")
+    remote = remote_scoring(kwargs)
+    if remote is not None:
+        wire = [
+            reward_client.wire_row(gt, info, text)
+            for text, gt, info in zip(solution_strs, ground_truths, infos)
+        ]
+        return reward_client.post_rows(remote, wire, SCORE_KEYS)
+    core = core_for(kwargs)
     rows = [
         row_for(core, gt, info, text, f"ground_truths[{i}]")
         for i, (text, gt, info) in enumerate(zip(solution_strs, ground_truths, infos))

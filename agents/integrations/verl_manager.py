@@ -36,6 +36,15 @@ Options are read from ``reward.reward_kwargs`` (the key verl's DAPO manager read
 ``reward.custom_reward_function`` is not needed and the ``compute_score`` verl passes is not
 used: the rows are scored by the referee directly.
 
+With ``reward_url`` (``+reward.reward_kwargs.reward_url=http://HOST:8011``, a running
+``codea1 serve-reward``) each gathered batch is ONE ``POST /v1/rows`` request
+(:mod:`agents.integrations.reward_client`) instead of a local referee call: the reward workers
+build no core, sandbox or book and may sit on any Ray node, and the service scores their
+requests with its one referee and one mistake book (the same rows and dicts as locally). The
+scoring options are then the service's flags; ``reward_timeout_s`` and ``reward_retries`` tune
+the client, and a service that is unreachable or answers an error fails every sample of the
+batch with :class:`~agents.integrations.reward_client.RewardServiceError`.
+
 verl is imported here only; it is not a codea1 dependency (verl 0.9.1 needs
 ``transformers<5.11``, see ``docs/integrations.md`` for its venv).
 """
@@ -91,7 +100,12 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         reward_model_tokenizer: verl's reward-model tokenizer; not used.
         **kwargs: Other keywords verl may pass; ignored.
 
+    Raises:
+        ValueError: bad ``batch_window_ms``/``max_batch``, or ``reward_url`` together with local
+            scoring options.
+
     Attributes:
+        remote: Where the batches are posted (``reward_url``), or None to score locally.
         batch_window_s: How long the first waiting sample waits for others.
         max_batch: A batch is scored at once when it has this many samples.
         batch_sizes: The size of every batch scored so far (this process).
@@ -113,6 +127,9 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         self.max_batch = int(options.pop("max_batch", 1024))
         if self.batch_window_s < 0 or self.max_batch < 1:
             raise ValueError("reward_kwargs: need batch_window_ms >= 0 and max_batch >= 1")
+        from agents.integrations.verl import remote_scoring
+
+        self.remote = remote_scoring(options)
         self.options = options
         self.batch_sizes: list[int] = []
         self._pending: list[tuple[Any, asyncio.Future[dict[str, float]]]] = []
@@ -135,9 +152,13 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
 
         Raises:
             RequestError: The sample names an unknown problem, a malformed record, or is a
-                tester row without its frozen code.
+                tester row without its frozen code (with ``reward_url``: a
+                ``RewardServiceError`` for the whole batch, naming the row).
+            RewardServiceError: With ``reward_url``: the service is unreachable or answered an
+                error.
 
         """
+        from agents.integrations.reward_client import wire_row
         from agents.integrations.verl import row_for
 
         item = data[-1:][0]
@@ -147,7 +168,11 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         text = self.tokenizer.decode(response_ids[:valid], skip_special_tokens=True)
         extra_info = item.non_tensor_batch.get("extra_info") or {}
         ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
-        row = row_for(self._core(), ground_truth, extra_info, text)
+        row = (
+            wire_row(ground_truth, extra_info, text)
+            if self.remote is not None
+            else row_for(self._core(), ground_truth, extra_info, text)
+        )
         scores = await self._submit(row)
         return {"reward_score": scores["score"], "reward_extra_info": scores}
 
@@ -174,13 +199,17 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         task.add_done_callback(self._tasks.discard)
 
     async def _score(self, batch: list[tuple[Any, asyncio.Future[dict[str, float]]]]) -> None:
-        from agents.integrations.verl import score_rows
+        from agents.integrations.reward_client import post_rows
+        from agents.integrations.verl import SCORE_KEYS, score_rows
 
         rows = [row for row, _ in batch]
         self.batch_sizes.append(len(rows))
         try:
             loop = asyncio.get_running_loop()
-            results = await loop.run_in_executor(None, score_rows, self._core(), rows)
+            if self.remote is not None:
+                results = await loop.run_in_executor(None, post_rows, self.remote, rows, SCORE_KEYS)
+            else:
+                results = await loop.run_in_executor(None, score_rows, self._core(), rows)
         except BaseException as exc:  # every waiting sample gets the error
             for _, future in batch:
                 if not future.done():
