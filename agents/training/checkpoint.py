@@ -6,17 +6,22 @@ fsynced, and the directory is renamed into place with :func:`os.replace`; only t
 either the previous checkpoint or the new one, never a half-written one: a directory without the
 ``COMPLETE`` marker is ignored and cleaned up. The last ``keep`` checkpoints are kept.
 
-RNG states (Python, NumPy's global state, torch CPU and CUDA) are captured and restored here too.
+RNG states (Python, NumPy's global state, torch CPU and CUDA) are captured and restored here too,
+and so is the trainer's own state (:func:`write_trainer_state`, :func:`read_trainer_state`: the
+step, the problem sampler, the RNGs, the curriculum and the evaluation before RL).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +31,17 @@ from codea1_env.atomic import fsync_dir, write_text_atomic
 
 __all__ = [
     "COMPLETE_MARKER",
+    "TrainerState",
     "capture_rng_state",
     "latest_checkpoint",
     "list_checkpoints",
+    "load_player_weights",
+    "read_trainer_state",
     "restore_rng_state",
     "write_checkpoint",
+    "write_run_checkpoint",
     "write_text_atomic",
+    "write_trainer_state",
 ]
 
 COMPLETE_MARKER = "COMPLETE"
@@ -148,3 +158,125 @@ def restore_rng_state(state: dict[str, Any]) -> None:
             torch.set_rng_state(state["torch"])
         if "cuda" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@dataclass
+class TrainerState:
+    """The trainer's own part of a checkpoint (the players save theirs).
+
+    Attributes:
+        step: The RL step the checkpoint was written at.
+        sampler: The problem sampler's bit-generator state.
+        rng: What :func:`capture_rng_state` captured.
+        curriculum: The training source's ``state_dict()``, or ``None`` without one.
+        before: The evaluation before RL.
+
+    """
+
+    step: int
+    sampler: Any
+    rng: dict[str, Any]
+    curriculum: dict[str, Any] | None = None
+    before: dict[str, float] = field(default_factory=dict)
+
+
+def write_trainer_state(
+    directory: Path,
+    *,
+    step: int,
+    sampler: np.random.Generator,
+    curriculum: dict[str, Any] | None,
+    before: Mapping[str, float],
+) -> None:
+    """Write ``trainer_state.pt`` (step, sampler, RNGs, curriculum) and ``trainer_state.json``.
+
+    The RNG states are captured here, at the moment of writing.
+    """
+    import torch
+
+    torch.save(
+        {
+            "step": step,
+            "sampler": sampler.bit_generator.state,
+            "rng": capture_rng_state(),
+            "curriculum": curriculum,
+        },
+        directory / "trainer_state.pt",
+    )
+    state = {"step": step, "before": dict(before), "time": time.time()}
+    (directory / "trainer_state.json").write_text(json.dumps(state, indent=2))
+
+
+def read_trainer_state(directory: Path) -> TrainerState:
+    """Read back what :func:`write_trainer_state` wrote (the RNGs are not restored here)."""
+    import torch
+
+    state = torch.load(directory / "trainer_state.pt", weights_only=False)
+    info = json.loads((directory / "trainer_state.json").read_text())
+    return TrainerState(
+        step=int(state["step"]),
+        sampler=state["sampler"],
+        rng=state["rng"],
+        curriculum=state.get("curriculum"),
+        before={k: float(v) for k, v in info.get("before", {}).items()},
+    )
+
+
+def write_run_checkpoint(
+    run_dir: Path,
+    step: int,
+    players: Sequence[tuple[Any, Any]],
+    *,
+    sampler: np.random.Generator,
+    curriculum: dict[str, Any] | None,
+    before: Mapping[str, float],
+    config: Any,
+    mistake_book: Any,
+    keep: int,
+) -> Path:
+    """Write one run checkpoint atomically (see :func:`write_checkpoint`) and return its path.
+
+    It holds each player's files, the trainer state (:func:`write_trainer_state`), the config
+    (``config.json``) and the mistake book (``mistake_book.json``, when there is one).
+
+    Args:
+        run_dir: The run directory.
+        step: The step the checkpoint is written at.
+        players: ``(player, state)`` pairs: each player (with ``save(directory, state)``) and
+            its gathered full state.
+        sampler: The problem sampler.
+        curriculum: The training source's state, or ``None``.
+        before: The evaluation before RL.
+        config: The run's :class:`~agents.training.config.TrainConfig`.
+        mistake_book: The run's mistake book, or ``None``.
+        keep: How many checkpoints to keep.
+    """
+
+    def write(directory: Path) -> None:
+        for player, state in players:
+            player.save(directory, state)
+        write_trainer_state(
+            directory, step=step, sampler=sampler, curriculum=curriculum, before=before
+        )
+        config.save(directory / "config.json")
+        if mistake_book is not None:
+            mistake_book.export_json(directory / "mistake_book.json")
+
+    return write_checkpoint(run_dir, step, write, keep=keep)
+
+
+def load_player_weights(directory: Path, players: Sequence[Any]) -> int:
+    """Load each player's ``{name}_model.pt`` from a checkpoint directory (``init_from``).
+
+    Returns:
+        The checkpoint's step (0 when it has no ``trainer_state.json``).
+
+    Raises:
+        FileNotFoundError: the checkpoint has no weights for one of the players.
+    """
+    for player in players:
+        if not (directory / f"{player.name}_model.pt").is_file():
+            raise FileNotFoundError(f"init_from: {directory} has no {player.name}_model.pt")
+        player.load(directory)
+    info = directory / "trainer_state.json"
+    return int(json.loads(info.read_text()).get("step", 0)) if info.is_file() else 0

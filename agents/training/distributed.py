@@ -64,6 +64,7 @@ __all__ = [
     "load_full_model_state",
     "load_full_optimizer_state",
     "parameter_digest",
+    "replica_report",
     "shard_model",
     "shard_sizes",
 ]
@@ -273,6 +274,26 @@ def parameter_digest(model: Any) -> str:
         digest.update(str(tuple(tensor.shape)).encode())
         digest.update(tensor.float().cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
+
+
+def replica_report(dist: Distributed, models: dict[str, Any], step: int) -> dict[str, Any]:
+    """Hash every rank's trainable parameters and compare them (a collective call).
+
+    Args:
+        dist: The data-parallel group.
+        models: The players' models by player name.
+        step: The step the parameters were trained to.
+
+    Returns:
+        ``{"world_size", "step", "digests": [{player: digest} per rank], "identical"}``.
+    """
+    digests = dist.gather([{name: parameter_digest(model) for name, model in models.items()}])
+    return {
+        "world_size": dist.world_size,
+        "step": step,
+        "digests": digests,
+        "identical": all(d == digests[0] for d in digests),
+    }
 
 
 def shard_model(model: Any) -> Any:

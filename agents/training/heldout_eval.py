@@ -13,7 +13,6 @@ evaluation never changes the mistake book.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from codea1_env.envs.duel_env import duel_info
 from codea1_env.game.duel import Duel, judge_grid
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
+from codea1_env.scoring.metrics import pooled_metrics
 
 __all__ = ["SUMMARY_ROWS", "evaluate", "format_summary"]
 
@@ -35,10 +35,6 @@ SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
 
 Generate = Callable[[str, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], list[str]]
 """``generate(role, observations, infos) -> texts`` (the trainer's evaluation sampler)."""
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(statistics.fmean(values)) if values else 0.0
 
 
 def evaluate(
@@ -75,16 +71,8 @@ def evaluate(
             duel.play_tests(suite)
     grid = [[[d] for d in duels[i * samples : (i + 1) * samples]] for i in range(len(problems))]
     judgements = judge_grid(referee, grid, update_book=False)
-    result = {"coder/gt_pass_rate": _mean([r for j in judgements for r in j.gt_pass_rates])}
-    if with_tester:
-        details = [d for j in judgements for row in j.tester_details for d in row]
-        result["tester/validity"] = _mean([float(d.r_val) for d in details])
-        result["tester/adversarial"] = _mean([float(d.r_adv) for d in details])
-        result["tester/reward"] = _mean([float(d.total) for d in details])
-        result["tester/suites_with_failure"] = _mean(
-            [1.0 if float(d.r_adv) > 0 else 0.0 for d in details]
-        )
-    return result
+    pooled = pooled_metrics(judgements, with_tester)
+    return {key: pooled[key] for key, _label in SUMMARY_ROWS if key in pooled}
 
 
 def format_summary(before: Mapping[str, float], after: Mapping[str, float]) -> str:

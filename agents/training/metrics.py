@@ -20,7 +20,15 @@ from typing import Any
 
 from agents.training.checkpoint import write_text_atomic
 
-__all__ = ["MetricsLogger", "ProgressBar", "read_metrics"]
+__all__ = [
+    "MetricsLogger",
+    "ProgressBar",
+    "player_stats",
+    "read_metrics",
+    "rounded",
+    "step_line",
+    "timing_metrics",
+]
 
 
 def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -40,6 +48,55 @@ def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         if isinstance(row, dict):
             rows.append(row)
     return rows
+
+
+def player_stats(player: str, stats: Mapping[str, float]) -> dict[str, float]:
+    """A player's update statistics as metric keys.
+
+    ``lr`` and ``tokens`` go to ``charts/{player}_...``, every other statistic (the losses, KL,
+    clip fraction) to ``losses/{player}_...``.
+    """
+    out = {}
+    for key, value in stats.items():
+        group = "charts" if key in ("lr", "tokens") else "losses"
+        out[f"{group}/{player}_{key}"] = value
+    return out
+
+
+def timing_metrics(
+    step_seconds: float, rollout_seconds: float, rollout_tokens: int, sandbox_seconds: float
+) -> dict[str, float]:
+    """A step's ``charts/`` timings: step, rollout (and its tokens per second), sandbox share."""
+    return {
+        "charts/step_seconds": step_seconds,
+        "charts/rollout_seconds": rollout_seconds,
+        "charts/rollout_tokens": float(rollout_tokens),
+        "charts/tokens_per_s": rollout_tokens / max(rollout_seconds, 1e-9),
+        "charts/sandbox_seconds": sandbox_seconds,
+        "charts/sandbox_share": sandbox_seconds / max(step_seconds, 1e-9),
+    }
+
+
+def rounded(values: Mapping[str, float]) -> dict[str, float]:
+    """``values`` rounded to 4 decimals (for log lines)."""
+    return {k: round(v, 4) for k, v in values.items()}
+
+
+STEP_LINE_KEYS: tuple[str, ...] = (
+    "coder/reward",
+    "coder/gt_pass_rate",
+    "tester/reward",
+    "tester/validity",
+    "tester/adversarial",
+    "charts/step_seconds",
+)
+"""The metrics a step's progress line shows (when the progress bar is off)."""
+
+
+def step_line(row: Mapping[str, Any]) -> str:
+    """One step's progress line: ``step N: coder/reward=... ...`` (keys the row has)."""
+    parts = [f"{k}={row[k]:.3f}" for k in STEP_LINE_KEYS if k in row]
+    return f"step {row['step']}: " + " ".join(parts)
 
 
 def _clean(value: Any) -> float | None:

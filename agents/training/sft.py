@@ -9,8 +9,10 @@ negative log-likelihood of the target tokens (prompt tokens are not trained).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,7 +24,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from agents.training.player import Player
 from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
 
-__all__ = ["SupervisedExample", "supervised_warm_start"]
+if TYPE_CHECKING:
+    from agents.training.config import TrainConfig
+    from agents.training.roles import RolePolicies
+
+__all__ = ["SupervisedExample", "supervised_warm_start", "warm_start_players"]
 
 
 @dataclass(frozen=True)
@@ -98,3 +104,76 @@ def supervised_warm_start(
     player.model.eval()
     optimizer.zero_grad(set_to_none=True)
     return losses
+
+
+def warm_start_players(
+    cfg: TrainConfig,
+    coder: Player,
+    tester: Player | None,
+    roles: RolePolicies,
+    problems: Any,
+    log: Callable[[str], None],
+) -> dict[str, float]:
+    """The run's supervised warm start: the coder on GT solutions, the tester on GT asserts.
+
+    With one model for both roles (``self-play``) the two roles are learned in a single run that
+    interleaves them (each batch is a coder batch with probability
+    ``sft_steps / (sft_steps + sft_tester_steps)``, else a tester batch; one role per batch keeps
+    padding short): run one after the other, the tester phase erased the coding (pass@1 0 on the
+    toy preset).
+
+    Args:
+        cfg: The run's config (``sft_steps``, ``tester_sft_steps``, ``sft_batch_size``,
+            ``sft_lr``, ``seed``).
+        coder: The coder (or, in ``self-play``, the shared) player.
+        tester: The separate tester player, or ``None``.
+        roles: The run's role policies (they render the examples).
+        problems: The training source (``sample(rng)`` draws a problem).
+        log: Where progress lines go.
+
+    Returns:
+        The first and last losses and the seconds per run (``sft/coder_loss_first``,
+        ``sft/tester_loss_last``, or ``sft/coder+tester_...`` in self-play).
+    """
+    out: dict[str, float] = {}
+    plans: list[tuple[Player, str, int]] = []
+    tester_steps = cfg.tester_sft_steps if cfg.has_tester else 0
+    if tester is None and cfg.sft_steps > 0 and tester_steps > 0:
+        plans.append((coder, "coder+tester", cfg.sft_steps + tester_steps))
+    else:
+        if cfg.sft_steps > 0:
+            plans.append((coder, "coder", cfg.sft_steps))
+        if tester_steps > 0:
+            plans.append((tester if tester is not None else coder, "tester", tester_steps))
+    coder_share = cfg.sft_steps / max(1, cfg.sft_steps + tester_steps)
+    for index, (player, role, steps) in enumerate(plans):
+        started = time.perf_counter()
+        drawn = {"examples": 0, "role": role}
+
+        def example(
+            rng: np.random.Generator, role: str = role, drawn: dict[str, Any] = drawn
+        ) -> SupervisedExample:
+            if role == "coder+tester":  # a new role at the first example of each batch
+                if drawn["examples"] % cfg.sft_batch_size == 0:
+                    drawn["role"] = "coder" if rng.random() < coder_share else "tester"
+                drawn["examples"] += 1
+                role = str(drawn["role"])
+            return roles.supervised_example(role, problems.sample(rng), rng)
+
+        def progress(step: int, loss: float, role: str = role, steps: int = steps) -> None:
+            if step == 0 or (step + 1) % max(1, steps // 5) == 0:
+                log(f"warm start [{role}] step {step + 1}/{steps}: loss {loss:.4f}")
+
+        losses = supervised_warm_start(
+            player,
+            example,
+            steps=steps,
+            batch_size=cfg.sft_batch_size,
+            lr=cfg.sft_lr,
+            seed=cfg.seed * 1000 + index,
+            on_step=progress,
+        )
+        out[f"sft/{role}_loss_first"] = losses[0]
+        out[f"sft/{role}_loss_last"] = losses[-1]
+        out[f"sft/{role}_seconds"] = time.perf_counter() - started
+    return out
