@@ -1,14 +1,18 @@
 """The self-play GRPO trainer and everything a run needs.
 
 * :mod:`.trainer`: :class:`~.trainer.Trainer`, one run's lifecycle and its step;
+* :mod:`.run_setup`: what a run is made of before its first step (seeds, run dir, players, referee);
+* :mod:`.play`: the step's duels, the coder's and tester's moves played as the env plays them;
+* :mod:`.groups`: the step's GRPO groups (group selection, collapsed groups, advantages);
 * :mod:`.player`: one trained player (model, optimizer, schedule, reference) and its update;
 * :mod:`.roles`: the two roles as the trainer samples them;
 * :mod:`.grpo`: the GRPO loss, as pure tensor functions;
 * :mod:`.rollout`: rollout samples as token sequences, and their log-probabilities;
-* :mod:`.sft`: the supervised warm start;
+* :mod:`.sft`: the supervised warm start (the loop and the run's plan of roles);
 * :mod:`.heldout_eval`: the before/after evaluation on a held-out problem set;
-* :mod:`.checkpoint`: atomic checkpoints;
+* :mod:`.checkpoint`: atomic checkpoints and the trainer's state in them;
 * :mod:`.distributed`: data-parallel training with ``torch.distributed``;
 * :mod:`.metrics`: the run's metrics (JSONL, TensorBoard, wandb);
-* :mod:`.config`: :class:`~.config.TrainConfig`, its validation, presets, JSON and CLI flags.
+* :mod:`.config`: :class:`~.config.TrainConfig`, its validation, JSON and CLI flags;
+* :mod:`.presets`: the named presets (plain data).
 """

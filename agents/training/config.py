@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import functools
 import inspect
 import json
 import os
@@ -27,21 +28,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agents.training.presets import PRESETS
+
 __all__ = [
     "INERT_FIELDS",
     "MODES",
+    "GenerationBackend",
+    "Mode",
     "PRESETS",
     "TrainConfig",
     "add_config_arguments",
     "config_from_args",
     "field_docs",
     "from_preset",
+    "literal_choices",
 ]
 
-MODES = ("code-a1", "golden", "self-play")
+Mode = Literal["code-a1", "golden", "self-play"]
 """Training modes: Code-A1 (two models), Golden Tests baseline, Self-Play baseline."""
 
-Mode = Literal["code-a1", "golden", "self-play"]
+MODES: tuple[str, ...] = typing.get_args(Mode)
+"""The values of :data:`Mode`, in order."""
+
+GenerationBackend = Literal["auto", "transformers", "vllm"]
+"""Rollout engines: ``auto`` picks vLLM when it can."""
 
 
 @dataclass
@@ -105,7 +115,7 @@ class TrainConfig:
     """``chat``: the paper-style instructions (wrapped in the chat template when the tokenizer has
     one); ``compact``: the short prompts of the tiny CPU models
     (``agents.players.prompts.*_COMPACT``)."""
-    generation_backend: str = "auto"
+    generation_backend: GenerationBackend = "auto"
     """``auto`` (vLLM when installed and a GPU is present, else transformers), ``transformers``
     or ``vllm``."""
 
@@ -124,11 +134,12 @@ class TrainConfig:
 
     # --- rollouts ------------------------------------------------------------------------------
     n_codes: int = 8
-    """Codes sampled per problem (the coder's GRPO group)."""
+    """Codes sampled per problem (the coder's GRPO group; the paper uses 8)."""
     n_suites: int = 8
-    """Test suites sampled per code (the tester's GRPO group, see ``tester_group``)."""
+    """Test suites sampled per code (the tester's GRPO group, see ``tester_group``; the paper
+    uses 8)."""
     temperature: float = 1.0
-    """Sampling temperature of the rollouts."""
+    """Sampling temperature of the rollouts (the paper uses 1.0)."""
     top_p: float = 1.0
     """Nucleus sampling of the rollouts."""
     max_code_tokens: int = 1024
@@ -166,30 +177,32 @@ class TrainConfig:
 
     # --- optimisation --------------------------------------------------------------------------
     lr: float = 1e-6
-    """AdamW learning rate of both players."""
+    """AdamW learning rate of both players (the paper uses 1e-6)."""
     tester_lr: float | None = None
     """Tester learning rate (``None``: same as ``lr``)."""
     lr_schedule: Literal["cosine", "constant", "linear"] = "cosine"
-    """Schedule after warm-up (cosine to zero over ``steps``, or constant, or linear decay)."""
+    """Schedule after warm-up (cosine to zero over ``steps``, or constant, or linear decay; the
+    paper uses cosine)."""
     warmup_steps: int = 10
-    """Linear warm-up steps."""
+    """Linear warm-up steps (the paper uses 10)."""
     weight_decay: float = 0.1
-    """AdamW weight decay."""
+    """AdamW weight decay (the paper uses 0.1)."""
     adam_betas: tuple[float, float] = (0.9, 0.999)
     """AdamW betas."""
     max_grad_norm: float = 1.0
-    """Gradient clipping norm (0 disables)."""
+    """Gradient clipping norm (0 disables; the paper uses 1.0)."""
     clip_low: float = 0.20
-    """PPO-clip lower epsilon: ratio clipped at ``1 - clip_low``."""
+    """PPO-clip lower epsilon: ratio clipped at ``1 - clip_low`` (the paper uses 0.20)."""
     clip_high: float = 0.28
-    """PPO-clip upper epsilon: ratio clipped at ``1 + clip_high`` (asymmetric, "clip-higher")."""
+    """PPO-clip upper epsilon: ratio clipped at ``1 + clip_high`` (asymmetric, "clip-higher";
+    the paper uses 0.28)."""
     loss_aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = (
         "token-mean"
     )
     """How per-token losses are averaged (the paper: token-mean)."""
     kl_coef: float = 0.001
     """Coefficient of the low-variance (k3) KL to the frozen reference policy (0 disables it
-    and the reference model)."""
+    and the reference model; the paper uses 0.001)."""
     normalize_advantages: bool = True
     """Divide group-centred rewards by the group standard deviation (GRPO)."""
     ppo_epochs: int = 1
@@ -345,14 +358,17 @@ class TrainConfig:
 
     # ------------------------------------------------------------------------------------------
     def validate(self) -> None:
-        """Check every field's range.
+        """Check every field's range; a ``Literal`` field's values come from its annotation.
 
         Raises:
             ValueError: naming the first bad field and its allowed values.
 
         """
         checks: list[tuple[str, bool, str]] = [
-            ("mode", self.mode in MODES, f"one of {MODES}"),
+            (name, getattr(self, name) in choices, f"one of {choices}")
+            for name, choices in literal_choices().items()
+        ]
+        checks += [
             ("steps", self.steps >= 0, ">= 0"),
             ("problems_per_step", self.problems_per_step >= 1, ">= 1"),
             ("n_codes", self.n_codes >= 1, ">= 1"),
@@ -372,21 +388,13 @@ class TrainConfig:
             ("max_test_tokens", self.max_test_tokens >= 1, ">= 1"),
             ("alpha", 0 <= self.alpha <= 1, "in [0, 1]"),
             ("k", self.k >= 1, ">= 1"),
-            ("tester_group", self.tester_group in ("update_n", "all"), "update_n or all"),
             ("lr", self.lr > 0, "> 0"),
             ("tester_lr", self.tester_lr is None or self.tester_lr > 0, "> 0 or null"),
-            ("lr_schedule", self.lr_schedule in ("cosine", "constant", "linear"), "a schedule"),
             ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
             ("weight_decay", self.weight_decay >= 0, ">= 0"),
             ("max_grad_norm", self.max_grad_norm >= 0, ">= 0"),
             ("clip_low", 0 <= self.clip_low < 1, "in [0, 1)"),
             ("clip_high", self.clip_high >= 0, ">= 0"),
-            (
-                "loss_aggregation",
-                self.loss_aggregation
-                in ("token-mean", "seq-mean-token-mean", "seq-mean-token-sum"),
-                "token-mean, seq-mean-token-mean or seq-mean-token-sum",
-            ),
             ("kl_coef", self.kl_coef >= 0, ">= 0"),
             ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
             ("mini_batches", self.mini_batches >= 1, ">= 1"),
@@ -416,17 +424,6 @@ class TrainConfig:
             ("checkpoint_every", self.checkpoint_every >= 1, ">= 1"),
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),
-            ("prompt_style", self.prompt_style in ("chat", "compact"), "chat or compact"),
-            (
-                "distributed_strategy",
-                self.distributed_strategy in ("ddp", "fsdp"),
-                "ddp or fsdp",
-            ),
-            (
-                "generation_backend",
-                self.generation_backend in ("auto", "transformers", "vllm"),
-                "auto, transformers or vllm",
-            ),
         ]
         for name, ok, allowed in checks:
             if not ok:
@@ -523,115 +520,6 @@ each with what it does instead. Every other field changes what a run does;
 evaluation or the env, nor listed here."""
 
 
-# ------------------------------------------------------------------------------------------------
-# Presets
-
-_GPU_COMMON: dict[str, Any] = {
-    "bf16": True,
-    "gradient_checkpointing": True,
-    "device": "auto",
-    "generation_backend": "auto",
-    "problems": "bank",
-    "eval_problems": "humaneval",
-    "eval_size": 164,
-}
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        # The CPU preset a new user runs first: a ~1.4M-parameter Qwen2 built from config (the
-        # "nano" size: the largest that trains in minutes on 2 cores), the procedural "step"
-        # family (return a if x OP t else b: boundary bugs are off-by-one threshold or wrong
-        # comparison), a supervised warm start, then a short Code-A1 run. One torch thread: on
-        # two shared cores a second OpenMP thread spins against the sandbox workers and was
-        # measured 3-10x slower per step than one thread.
-        "exp_name": "tiny",
-        "coder_model": "builtin:nano",
-        "tester_model": "builtin:nano",
-        "device": "cpu",
-        "num_threads": 1,
-        "bf16": False,
-        "gradient_checkpointing": False,
-        "generation_backend": "transformers",
-        "prompt_style": "compact",
-        "problems": "procedural:0:train:step",
-        "eval_problems": "procedural:0:test:step",
-        "eval_size": 48,
-        "problems_per_step": 4,
-        "n_codes": 4,
-        "n_suites": 4,
-        "max_code_tokens": 40,
-        "max_test_tokens": 112,
-        "eval_temperature": 0.0,
-        "eval_tester_temperature": 0.7,
-        "eval_samples": 1,
-        "steps": 60,
-        "lr": 3e-4,
-        "warmup_steps": 3,
-        "weight_decay": 0.0,
-        "kl_coef": 0.001,
-        "micro_batch_size": 16,
-        "sft_steps": 600,
-        "sft_tester_steps": 400,
-        "sft_batch_size": 16,
-        "sft_lr": 5e-3,
-        "checkpoint_every": 10,
-    },
-    "nano": {
-        # For tests and quick smoke runs: a ~1.4M-parameter model, seconds per step.
-        "exp_name": "nano",
-        "coder_model": "builtin:nano",
-        "tester_model": "builtin:nano",
-        "device": "cpu",
-        "num_threads": 1,
-        "bf16": False,
-        "gradient_checkpointing": False,
-        "generation_backend": "transformers",
-        "prompt_style": "compact",
-        "problems": "procedural:0",
-        "eval_problems": "procedural:0:test",
-        "eval_size": 8,
-        "problems_per_step": 2,
-        "n_codes": 2,
-        "n_suites": 2,
-        "max_code_tokens": 40,
-        "max_test_tokens": 48,
-        "eval_temperature": 0.0,
-        "steps": 4,
-        "lr": 1e-4,
-        "warmup_steps": 1,
-        "weight_decay": 0.0,
-        "micro_batch_size": 8,
-        "sft_steps": 0,
-        "checkpoint_every": 2,
-        "eval_before_after": False,
-        "tensorboard": False,
-        "progress_bar": False,
-    },
-    "1.5b": {
-        **_GPU_COMMON,
-        "exp_name": "qwen1.5b",
-        "coder_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
-        "tester_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
-        "micro_batch_size": 8,
-    },
-    "3b": {
-        **_GPU_COMMON,
-        "exp_name": "qwen3b",
-        "coder_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
-        "tester_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
-        "micro_batch_size": 4,
-    },
-    "7b": {
-        **_GPU_COMMON,
-        "exp_name": "qwen7b",
-        "coder_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
-        "tester_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
-        "micro_batch_size": 2,
-    },
-}
-"""Preset name -> field overrides of :class:`TrainConfig`'s (GPU, paper) defaults."""
-
-
 def from_preset(name: str, **overrides: Any) -> TrainConfig:
     """Return the preset's config, with ``overrides`` applied.
 
@@ -663,6 +551,21 @@ def field_docs(cls: type = TrainConfig) -> dict[str, str]:
         ):
             docs[node.target.id] = " ".join(nxt.value.value.split())
     return docs
+
+
+@functools.cache
+def literal_choices() -> dict[str, tuple[Any, ...]]:
+    """The allowed values of every ``Literal``-typed :class:`TrainConfig` field, in field order.
+
+    Read from the annotations (``typing.get_args``), so validation, the CLI's ``choices`` and
+    the documentation cannot drift apart.
+    """
+    hints = typing.get_type_hints(TrainConfig)
+    return {
+        f.name: typing.get_args(hints[f.name])
+        for f in dataclasses.fields(TrainConfig)
+        if typing.get_origin(hints[f.name]) is Literal
+    }
 
 
 def _none_or(kind: type) -> Any:

@@ -1,0 +1,119 @@
+"""The presets: named field overrides of :class:`~agents.training.config.TrainConfig`'s defaults.
+
+``tiny`` is the CPU preset a new user runs first, ``nano`` the test preset, and ``1.5b``, ``3b``
+and ``7b`` the GPU presets (Qwen2.5-Coder-*-Instruct). Plain data (no import of the config);
+:mod:`agents.training.config` re-exports :data:`PRESETS` and builds configs from them with
+:func:`~agents.training.config.from_preset`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PRESETS"]
+
+
+_GPU_COMMON: dict[str, Any] = {
+    "bf16": True,
+    "gradient_checkpointing": True,
+    "device": "auto",
+    "generation_backend": "auto",
+    "problems": "bank",
+    "eval_problems": "humaneval",
+    "eval_size": 164,
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        # The CPU preset a new user runs first: a ~1.4M-parameter Qwen2 built from config (the
+        # "nano" size: the largest that trains in minutes on 2 cores), the procedural "step"
+        # family (return a if x OP t else b: boundary bugs are off-by-one threshold or wrong
+        # comparison), a supervised warm start, then a short Code-A1 run. One torch thread: on
+        # two shared cores a second OpenMP thread spins against the sandbox workers and was
+        # measured 3-10x slower per step than one thread.
+        "exp_name": "tiny",
+        "coder_model": "builtin:nano",
+        "tester_model": "builtin:nano",
+        "device": "cpu",
+        "num_threads": 1,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "generation_backend": "transformers",
+        "prompt_style": "compact",
+        "problems": "procedural:0:train:step",
+        "eval_problems": "procedural:0:test:step",
+        "eval_size": 48,
+        "problems_per_step": 4,
+        "n_codes": 4,
+        "n_suites": 4,
+        "max_code_tokens": 40,
+        "max_test_tokens": 112,
+        "eval_temperature": 0.0,
+        "eval_tester_temperature": 0.7,
+        "eval_samples": 1,
+        "steps": 60,
+        "lr": 3e-4,
+        "warmup_steps": 3,
+        "weight_decay": 0.0,
+        "kl_coef": 0.001,
+        "micro_batch_size": 16,
+        "sft_steps": 600,
+        "sft_tester_steps": 400,
+        "sft_batch_size": 16,
+        "sft_lr": 5e-3,
+        "checkpoint_every": 10,
+    },
+    "nano": {
+        # For tests and quick smoke runs: a ~1.4M-parameter model, seconds per step.
+        "exp_name": "nano",
+        "coder_model": "builtin:nano",
+        "tester_model": "builtin:nano",
+        "device": "cpu",
+        "num_threads": 1,
+        "bf16": False,
+        "gradient_checkpointing": False,
+        "generation_backend": "transformers",
+        "prompt_style": "compact",
+        "problems": "procedural:0",
+        "eval_problems": "procedural:0:test",
+        "eval_size": 8,
+        "problems_per_step": 2,
+        "n_codes": 2,
+        "n_suites": 2,
+        "max_code_tokens": 40,
+        "max_test_tokens": 48,
+        "eval_temperature": 0.0,
+        "steps": 4,
+        "lr": 1e-4,
+        "warmup_steps": 1,
+        "weight_decay": 0.0,
+        "micro_batch_size": 8,
+        "sft_steps": 0,
+        "checkpoint_every": 2,
+        "eval_before_after": False,
+        "tensorboard": False,
+        "progress_bar": False,
+    },
+    "1.5b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen1.5b",
+        "coder_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        "micro_batch_size": 8,
+    },
+    "3b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen3b",
+        "coder_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-3B-Instruct",
+        "micro_batch_size": 4,
+    },
+    "7b": {
+        **_GPU_COMMON,
+        "exp_name": "qwen7b",
+        "coder_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
+        "tester_model": "Qwen/Qwen2.5-Coder-7B-Instruct",
+        "micro_batch_size": 2,
+    },
+}
+"""Preset name -> field overrides of :class:`TrainConfig`'s (GPU, paper) defaults."""
