@@ -272,15 +272,10 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
 
         from agents.lm.transformers_lm import TransformersLM
         from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
-        from agents.players.prompts import (
-            CODER_COMPACT,
-            CODER_PROMPT,
-            TESTER_COMPACT,
-            TESTER_PROMPT,
-        )
+        from agents.players.prompts import prompt_style
         from agents.training.checkpoint import latest_checkpoint
         from agents.training.config import TrainConfig
-        from agents.training.player import load_model_spec
+        from agents.training.player import apply_lora, load_model_spec
     except ImportError as exc:
         raise ImportError(
             f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"
@@ -294,34 +289,23 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         ckpt = found
     config = TrainConfig.load(run_dir / "config.json")
     device = torch.device("cpu")
-    compact = config.prompt_style == "compact"
+    style = prompt_style(config.prompt_style)
 
     def load(player: str, model_spec: str) -> Any:
         model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
         if config.use_lora:
-            from peft import LoraConfig, get_peft_model
-
-            model = get_peft_model(
-                model,
-                LoraConfig(
-                    r=config.lora_r,
-                    lora_alpha=config.lora_alpha,
-                    lora_dropout=config.lora_dropout,
-                    target_modules=list(config.lora_target_modules),
-                    task_type="CAUSAL_LM",
-                ),
-            )
+            model = apply_lora(model, config)
         weights = torch.load(ckpt / f"{player}_model.pt", map_location=device)
         model.load_state_dict(weights, strict=False)
         model.eval()
-        return TransformersLM(model, tokenizer, chat_template=False if compact else None)
+        return TransformersLM(model, tokenizer, chat_template=style.chat_template)
 
     def params(budget: int) -> Any:
         return SamplingParams(
             temperature=settings.temperature,
             top_p=settings.top_p,
             max_new_tokens=budget,
-            stop=("```",) if compact else (),
+            stop=style.stop,
             seed=settings.seed,
         )
 
@@ -329,7 +313,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
     coder_lm = load(coder_name, config.coder_model)
     coder = CoderPolicy(
         coder_lm,
-        template=CODER_COMPACT if compact else CODER_PROMPT,
+        template=style.coder,
         params=params(config.max_code_tokens),
     )
     tester = None
@@ -337,7 +321,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         tester_lm = coder_lm if config.mode == "self-play" else load("tester", config.tester_model)
         tester = TesterPolicy(
             tester_lm,
-            template=TESTER_COMPACT if compact else TESTER_PROMPT,
+            template=style.tester,
             params=params(config.max_test_tokens),
             num_tests=config.k,
         )

@@ -37,9 +37,11 @@ __all__ = [
     "TEMPLATE_FIELDS",
     "TESTER_COMPACT",
     "TESTER_PROMPT",
+    "PromptStyle",
     "PromptTemplate",
     "close_code_block",
     "ends_with_open_fence",
+    "prompt_style",
 ]
 
 TEMPLATE_FIELDS: frozenset[str] = frozenset({"prompt", "entry_point", "code", "num_tests"})
@@ -190,3 +192,32 @@ def close_code_block(answer: str) -> str:
     if answer.count("```") % 2 == 1:
         return answer.rstrip() + "\n```"
     return answer
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """What a prompt style (``TrainConfig.prompt_style``) selects for both roles.
+
+    Attributes:
+        coder: The coder's template text.
+        tester: The tester's template text.
+        stop: The stop strings of every rollout.
+        chat_template: ``None``: the tokenizer's chat template (when it has one); ``False``: none.
+
+    """
+
+    coder: str
+    tester: str
+    stop: tuple[str, ...]
+    chat_template: bool | None
+
+
+def prompt_style(style: str) -> PromptStyle:
+    """The templates, stop strings and chat-template use of a prompt style.
+
+    ``"chat"``: the paper-style instructions, in the tokenizer's chat template, no stop string;
+    ``"compact"``: the tiny models' short prompts, no chat template, stopping at a closing fence.
+    """
+    if style == "compact":
+        return PromptStyle(CODER_COMPACT, TESTER_COMPACT, ("```",), False)
+    return PromptStyle(CODER_PROMPT, TESTER_PROMPT, (), None)

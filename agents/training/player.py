@@ -37,7 +37,14 @@ from agents.training.distributed import (
 from agents.training.grpo import grpo_loss
 from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
 
-__all__ = ["Player", "build_player", "load_model_spec", "lr_lambda", "resolve_device"]
+__all__ = [
+    "Player",
+    "apply_lora",
+    "build_player",
+    "load_model_spec",
+    "lr_lambda",
+    "resolve_device",
+]
 
 BUILTIN_PREFIX = "builtin:"
 
@@ -430,24 +437,35 @@ def _make_scheduler(
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def apply_lora(model: Any, cfg: TrainConfig) -> Any:
+    """``model`` wrapped with the run's LoRA adapters (one setup for training and reloading).
+
+    The adapters follow ``lora_r``, ``lora_alpha``, ``lora_dropout`` and ``lora_target_modules``.
+
+    Raises:
+        ImportError: peft is not installed.
+    """
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as exc:
+        raise ImportError("--use-lora needs peft: pip install 'codea1[train]'") from exc
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, lora)
+
+
 def build_player(
     name: str, spec: str, cfg: TrainConfig, *, seed: int, lr: float, device: torch.device
 ) -> Player:
     """Load the model for ``spec``, wrap it with LoRA when asked, and build its optimizer."""
     model, tokenizer = load_model_spec(spec, seed=seed, device=device)
     if cfg.use_lora:
-        try:
-            from peft import LoraConfig, get_peft_model
-        except ImportError as exc:
-            raise ImportError("--use-lora needs peft: pip install 'codea1[train]'") from exc
-        lora = LoraConfig(
-            r=cfg.lora_r,
-            lora_alpha=cfg.lora_alpha,
-            lora_dropout=cfg.lora_dropout,
-            target_modules=list(cfg.lora_target_modules),
-            task_type="CAUSAL_LM",
-        )
-        model = get_peft_model(model, lora)
+        model = apply_lora(model, cfg)
     if cfg.gradient_checkpointing:
         enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5
         (enable or model.gradient_checkpointing_enable)()

@@ -23,13 +23,7 @@ from typing import Any
 import numpy as np
 
 from agents.lm.interfaces import Generation, SamplingParams
-from agents.players.prompts import (
-    CODER_COMPACT,
-    CODER_PROMPT,
-    TESTER_COMPACT,
-    TESTER_PROMPT,
-    PromptTemplate,
-)
+from agents.players.prompts import PromptTemplate, prompt_style
 from agents.training.config import TrainConfig
 from agents.training.player import Player
 from agents.training.sft import SupervisedExample
@@ -129,13 +123,13 @@ class RolePolicies:
         from agents.lm.vllm import select_generation_backend
 
         self.config = config
-        compact = config.prompt_style == "compact"
+        style = prompt_style(config.prompt_style)
         self.templates = {
-            "coder": PromptTemplate(CODER_COMPACT if compact else CODER_PROMPT),
-            "tester": PromptTemplate(TESTER_COMPACT if compact else TESTER_PROMPT),
+            "coder": PromptTemplate(style.coder),
+            "tester": PromptTemplate(style.tester),
         }
-        self.stop: tuple[str, ...] = ("```",) if compact else ()
-        chat = None if not compact else False
+        self.stop: tuple[str, ...] = style.stop
+        chat = style.chat_template
         self.players: dict[str, Player] = {"coder": coder}
         self.encoders: dict[str, Any] = {
             "coder": TransformersLM(coder.model, coder.tokenizer, chat_template=chat)
