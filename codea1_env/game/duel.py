@@ -18,6 +18,7 @@ from typing import Any
 
 from codea1_env.game.anonymize import anonymize
 from codea1_env.problems.problem import Problem
+from codea1_env.scoring.reasons import with_detail
 from codea1_env.scoring.referee import Judgement, Referee
 from codea1_env.scoring.testcases import extract_code
 
@@ -319,11 +320,11 @@ def pair_outcome(
     )
     reasons = dict(duel.reasons)
     if not reasons["coder"] and not j.compiled[code]:
-        reasons["coder"] = "did_not_run: " + j.code_errors[code][:200]
+        reasons["coder"] = with_detail("did_not_run", j.code_errors[code][:200])
     if not reasons["tester"] and suite is not None:
         sv = j.suites[code][suite]
         if sv.grading is None:
-            reasons["tester"] = "no_tests: " + (sv.parse_reason or "nothing parsed")
+            reasons["tester"] = with_detail("no_tests", sv.parse_reason or "nothing parsed")
         elif not j.compiled[code]:
             reasons["tester"] = "candidate_did_not_run"
     return DuelOutcome({"coder": coder, "tester": tester}, _single(j, code, suite), reasons)

@@ -16,6 +16,7 @@ from codea1_env.problems.problem import IOPair
 from codea1_env.sandbox.base import Job, JobResult, Limits
 from codea1_env.scoring.arguments import MISSING, arguments_expression, literal_call, literal_value
 from codea1_env.scoring.plan import CALLS_PER_JOB, Plan, make_job
+from codea1_env.scoring.reasons import with_detail
 from codea1_env.scoring.testcases import TestCase
 
 __all__ = ["apply_inputs", "inputs_jobs"]
@@ -75,7 +76,11 @@ def apply_inputs(
                         if call is None:
                             reason = outcome.error or outcome.status.value
                             suite.discarded.append(
-                                (case.line, f"bad_arguments: {reason[:120]}", case.source[:200])
+                                (
+                                    case.line,
+                                    with_detail("bad_arguments", reason[:120]),
+                                    case.source[:200],
+                                )
                             )
                             continue
                         case = dataclasses.replace(case, call=call, written=case.key)

@@ -75,6 +75,7 @@ from codea1_env.scoring.extraction import (
 )
 from codea1_env.scoring.grading import GradedTest, GradeStatus, SuiteGrading, case_key, grade_suite
 from codea1_env.scoring.inliner import TOO_LARGE, UNRESOLVED, Inliner, bound_names
+from codea1_env.scoring.reasons import EMPTY_REASONS, REJECT_REASONS
 from codea1_env.scoring.rewards import INLINE_POLICIES, InlinePolicy
 
 __all__ = [
@@ -98,27 +99,6 @@ __all__ = [
     "parse_io_pairs",
     "parse_tests",
 ]
-
-REJECT_REASONS = frozenset(
-    {
-        "syntax_error",
-        "not_assert",
-        "not_equality",
-        "wrong_shape",
-        "wrong_function",
-        "no_call",
-        "unresolved_name",
-        "shadows_entry_point",
-        "too_long",
-        "too_many",
-        "missing_output",
-        "missing_input",
-    }
-)
-"""Every value :attr:`Rejected.reason` can take (the ``"missing_*"`` ones are for stdio pairs)."""
-
-EMPTY_REASONS = frozenset({"empty", "no_code", "syntax_error", "no_asserts", "no_valid_asserts"})
-"""Every non-empty value :attr:`ParsedTests.reason` can take."""
 
 MAX_STATEMENT_CHARS = 4000
 """Longest source of one statement considered; longer ones are rejected as ``"too_long"``."""
