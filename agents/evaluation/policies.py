@@ -1,0 +1,244 @@
+"""Policy specs made ready for the evaluation: scripted players, trainer checkpoints, LMs.
+
+:func:`load_policy` turns one spec into a :class:`LoadedPolicy` (its coder and/or tester);
+:class:`EvalSettings` says how policies are sampled and scored. Used by
+:func:`agents.evaluation.evaluate.evaluate_policies` (which re-exports these names) and the run
+report's example duels.
+
+Policy specs (``NAME=SPEC`` sets the row name; the default name is the spec):
+
+``scripted:gt``, ``scripted:mutant[:P]``
+    Scripted coders (GT program; GT or, with probability P, a mutant of it).
+``scripted:boundary``, ``scripted:random``, ``scripted:trivial``
+    Scripted testers.
+``checkpoint:RUN_DIR`` (or ``checkpoint:RUN_DIR/checkpoints/step_N``)
+    A trainer run: its coder and (modes ``code-a1``/``self-play``) tester, from the latest
+    complete checkpoint. Needs ``pip install 'codea1[train]'``.
+``hf:PATH``
+    A transformers causal LM directory (or hub name in the cache) playing both roles.
+``http:BASE_URL#MODEL``
+    An OpenAI-compatible server playing both roles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codea1_env.sandbox.base import Sandbox
+
+__all__ = ["EvalSettings", "LoadedPolicy", "PolicyLike", "load_policy"]
+
+PolicyLike = Any
+"""Anything with ``act(observations, infos) -> list[str]``."""
+
+
+@dataclass
+class LoadedPolicy:
+    """A policy spec made ready: its coder and/or tester.
+
+    Attributes:
+        name: Row name.
+        spec: The spec it came from.
+        coder: Plays the coder (None: this policy writes no code).
+        tester: Plays the tester (None: this policy writes no tests).
+        closer: Releases what the policy holds (models, connections).
+
+    """
+
+    name: str
+    spec: str
+    coder: PolicyLike | None = None
+    tester: PolicyLike | None = None
+    closer: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        """Release the policy's resources. Idempotent."""
+        if self.closer is not None:
+            self.closer()
+            self.closer = None
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """How policies are sampled and scored.
+
+    Attributes:
+        samples: Codes (and test suites) sampled per problem.
+        ks: The k values of pass@k (each at most ``samples``).
+        test_k: Tests considered by validity@k and mut@k (UnLeakedTestBench's k; the paper: 5).
+        temperature: Sampling temperature of LM policies (paper: 0.7).
+        top_p: Nucleus sampling of LM policies (paper: 0.95).
+        seed: Seed of every sampler (LM sampling, scripted policies, the candidate pool).
+        candidates: Spec of the coder that fills the shared candidate pool.
+        n_candidates: Candidate codes per problem (best-of-N's N).
+        max_mutants: Mutants per problem (None: all).
+        max_new_tokens: Token budgets ``(code, tests)`` of LM policies that are not checkpoints
+            (a checkpoint uses its run's budgets).
+
+    """
+
+    samples: int = 4
+    ks: tuple[int, ...] = (1,)
+    test_k: int = 5
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int = 0
+    candidates: str = "scripted:mutant:0.75"
+    n_candidates: int = 8
+    max_mutants: int | None = 64
+    max_new_tokens: tuple[int, int] = (512, 384)
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+        bad = [k for k in self.ks if k < 1 or k > self.samples]
+        if bad:
+            raise ValueError(f"pass@k needs 1 <= k <= samples ({self.samples}); got k={bad}")
+        if self.test_k < 1 or self.n_candidates < 0:
+            raise ValueError("test_k must be >= 1 and n_candidates >= 0")
+
+
+def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPolicy:
+    """Build the policy described by ``spec`` (see the module docstring).
+
+    Raises:
+        ValueError: an unknown spec, with the accepted forms.
+
+    """
+    name, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
+    name = name or body
+    kind, _, arg = body.partition(":")
+    if kind == "scripted":
+        return _scripted(name, body, arg, sandbox, settings)
+    if kind == "checkpoint":
+        return _checkpoint(name, body, Path(arg), settings)
+    if kind == "hf":
+        return _lm_policy(name, body, _hf_lm(arg), settings)
+    if kind == "http":
+        url, _, model = arg.partition("#")
+        if not url or not model:
+            raise ValueError(f"policy {spec!r}: expected http:BASE_URL#MODEL")
+        from agents.lm.http import OpenAICompatibleLM
+
+        return _lm_policy(name, body, OpenAICompatibleLM(url, model), settings)
+    raise ValueError(
+        f"unknown policy spec {spec!r}; expected scripted:gt|mutant[:P]|boundary|random|trivial, "
+        "checkpoint:RUN_DIR, hf:PATH or http:URL#MODEL (optionally NAME=SPEC)"
+    )
+
+
+def _scripted(
+    name: str, spec: str, arg: str, sandbox: Sandbox, settings: EvalSettings
+) -> LoadedPolicy:
+    from codea1_env.baselines import scripted
+
+    which, _, param = arg.partition(":")
+    seed = settings.seed
+    if which == "gt":
+        return LoadedPolicy(name, spec, coder=scripted.GroundTruthCoder())
+    if which == "mutant":
+        p = float(param) if param else 0.5
+        return LoadedPolicy(name, spec, coder=scripted.MutantCoder(p_mutant=p, seed=seed))
+    testers: dict[str, Callable[[], Any]] = {
+        "boundary": lambda: scripted.BoundaryTester(seed=seed, sandbox=sandbox),
+        "random": lambda: scripted.RandomTester(seed=seed, sandbox=sandbox),
+        "trivial": lambda: scripted.TrivialTester(),
+    }
+    if which in testers:
+        return LoadedPolicy(name, spec, tester=testers[which]())
+    raise ValueError(
+        f"unknown scripted policy {which!r}; expected gt, mutant[:P], boundary, random, trivial"
+    )
+
+
+def _hf_lm(path: str) -> Any:
+    from agents.lm.transformers_lm import TransformersLM
+
+    return TransformersLM(path)
+
+
+def _lm_policy(name: str, spec: str, lm: Any, settings: EvalSettings) -> LoadedPolicy:
+    from agents.players.policy import CODE_BLOCK_STOP, CoderPolicy, SamplingParams, TesterPolicy
+
+    code_tokens, test_tokens = settings.max_new_tokens
+
+    def params(budget: int) -> Any:
+        return SamplingParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=budget,
+            stop=(CODE_BLOCK_STOP,),
+            seed=settings.seed,
+        )
+
+    return LoadedPolicy(
+        name,
+        spec,
+        coder=CoderPolicy(lm, params=params(code_tokens)),
+        tester=TesterPolicy(lm, params=params(test_tokens), num_tests=settings.test_k),
+    )
+
+
+def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> LoadedPolicy:
+    try:
+        import torch
+
+        from agents.lm.transformers_lm import TransformersLM
+        from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
+        from agents.players.prompts import prompt_style
+        from agents.training.checkpoint import latest_checkpoint
+        from agents.training.config import TrainConfig
+        from agents.training.player import apply_lora, load_model_spec
+    except ImportError as exc:
+        raise ImportError(
+            f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"
+        ) from exc
+    if (path / "COMPLETE").is_file():
+        ckpt, run_dir = path, path.parent.parent
+    else:
+        run_dir, found = path, latest_checkpoint(path)
+        if found is None:
+            raise ValueError(f"policy {spec!r}: no complete checkpoint under {path}/checkpoints")
+        ckpt = found
+    config = TrainConfig.load(run_dir / "config.json")
+    device = torch.device("cpu")
+    style = prompt_style(config.prompt_style)
+
+    def load(player: str, model_spec: str) -> Any:
+        model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
+        if config.use_lora:
+            model = apply_lora(model, config)
+        weights = torch.load(ckpt / f"{player}_model.pt", map_location=device)
+        model.load_state_dict(weights, strict=False)
+        model.eval()
+        return TransformersLM(model, tokenizer, chat_template=style.chat_template)
+
+    def params(budget: int) -> Any:
+        return SamplingParams(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=budget,
+            stop=style.stop,
+            seed=settings.seed,
+        )
+
+    coder_name = "shared" if config.mode == "self-play" else "coder"
+    coder_lm = load(coder_name, config.coder_model)
+    coder = CoderPolicy(
+        coder_lm,
+        template=style.coder,
+        params=params(config.max_code_tokens),
+    )
+    tester = None
+    if config.mode != "golden":
+        tester_lm = coder_lm if config.mode == "self-play" else load("tester", config.tester_model)
+        tester = TesterPolicy(
+            tester_lm,
+            template=style.tester,
+            params=params(config.max_test_tokens),
+            num_tests=config.k,
+        )
+    return LoadedPolicy(name, spec, coder=coder, tester=tester)
