@@ -6,13 +6,14 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from agents.training.config import from_preset
+from agents.training.config import TrainConfig, add_config_arguments, config_from_args, from_preset
 from agents.training.trainer import Trainer
 from codea1_env.problems import EDGE_TESTS, FAMILIES, ProceduralSource
 from codea1_env.problems.problem import Problem
@@ -120,3 +121,17 @@ def test_coder_warm_start_mutant_share(tmp_path: Path, share: float) -> None:
 def test_bad_warm_start_options_are_rejected(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         from_preset("nano", **bad)
+
+
+def test_suite_size_round_trips_through_json_and_the_command_line(tmp_path: Path) -> None:
+    cfg = from_preset("tiny")
+    assert cfg.sft_suite_size == (4, 8)
+    cfg.save(tmp_path / "config.json")
+    assert TrainConfig.load(tmp_path / "config.json") == cfg
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    args = parser.parse_args(["--sft-suite-size", "2", "6", "--sft-coder-mutant-share", "0.5"])
+    flagged = config_from_args(args, preset="tiny")
+    assert flagged.sft_suite_size == (2, 6) and flagged.sft_coder_mutant_share == 0.5
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--sft-suite-size", "2"])

@@ -354,6 +354,8 @@ class TrainConfig:
         """Coerce JSON lists back to tuples and validate."""
         self.lora_target_modules = tuple(self.lora_target_modules)
         self.adam_betas = (float(self.adam_betas[0]), float(self.adam_betas[1]))
+        if self.sft_suite_size is not None:
+            self.sft_suite_size = tuple(self.sft_suite_size)  # type: ignore[assignment]
         self.validate()
 
     # ------------------------------------------------------------------------------------------
@@ -454,6 +456,8 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         out["lora_target_modules"] = list(self.lora_target_modules)
         out["adam_betas"] = list(self.adam_betas)
+        if self.sft_suite_size is not None:
+            out["sft_suite_size"] = list(self.sft_suite_size)
         return out
 
     @classmethod
@@ -600,13 +604,23 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
             kwargs["nargs"] = "+" if args[-1] is Ellipsis else len(args)
             kwargs["type"] = args[0]
             kwargs["metavar"] = args[0].__name__.upper()
+        elif type(None) in args and typing.get_origin(_optional_base(args)) is tuple:
+            items = typing.get_args(_optional_base(args))  # an optional fixed-length tuple
+            kwargs["nargs"] = len(items)
+            kwargs["type"] = items[0]
+            kwargs["metavar"] = items[0].__name__.upper()
         elif type(None) in args:
-            base = next(a for a in args if a is not type(None))
+            base = _optional_base(args)
             kwargs["type"] = _none_or(base)
             kwargs["metavar"] = base.__name__.upper()
         else:
             kwargs["type"] = hint
         group.add_argument(flag, **kwargs)
+
+
+def _optional_base(args: tuple[Any, ...]) -> Any:
+    """The non-``None`` member of an ``X | None`` annotation's arguments."""
+    return next(a for a in args if a is not type(None))
 
 
 def config_from_args(args: argparse.Namespace, preset: str | None = None) -> TrainConfig:

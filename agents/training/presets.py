@@ -25,12 +25,15 @@ _GPU_COMMON: dict[str, Any] = {
 
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {
-        # The CPU preset a new user runs first: a ~1.4M-parameter Qwen2 built from config (the
-        # "nano" size: the largest that trains in minutes on 2 cores), the procedural "step"
-        # family (return a if x OP t else b: boundary bugs are off-by-one threshold or wrong
-        # comparison), a supervised warm start, then a short Code-A1 run. One torch thread: on
-        # two shared cores a second OpenMP thread spins against the sandbox workers and was
-        # measured 3-10x slower per step than one thread.
+        # The CPU preset a new user runs first; every choice is explained, with the runs that
+        # chose it, in docs/tiny_preset.md. A ~1.4M-parameter Qwen2 built from config (the
+        # "nano" size: the largest whose warm start and RL fit ~15 minutes on 2 cores), the
+        # procedural "edge" family (return a if x OP t else b, 8 GT tests around t: boundary
+        # bugs are a flipped comparison or a threshold moved by one), a supervised warm start
+        # that leaves the coder real bugs (30% mutant targets) and teaches the tester suites of
+        # 4-8 asserts, then 150 Code-A1 steps with the paper's 8 suites per code. One torch
+        # thread: on two shared cores a second OpenMP thread spins against the sandbox workers
+        # and was measured 3-10x slower per step than one thread.
         "exp_name": "tiny",
         "coder_model": "builtin:nano",
         "tester_model": "builtin:nano",
@@ -40,25 +43,28 @@ PRESETS: dict[str, dict[str, Any]] = {
         "gradient_checkpointing": False,
         "generation_backend": "transformers",
         "prompt_style": "compact",
-        "problems": "procedural:0:train:step",
-        "eval_problems": "procedural:0:test:step",
-        "eval_size": 48,
+        "problems": "procedural:0:train:edge",
+        "eval_problems": "procedural:0:test:edge",
+        "eval_size": 192,
         "problems_per_step": 4,
         "n_codes": 4,
-        "n_suites": 4,
+        "n_suites": 8,
         "max_code_tokens": 40,
         "max_test_tokens": 112,
         "eval_temperature": 0.0,
         "eval_tester_temperature": 0.7,
-        "eval_samples": 1,
-        "steps": 60,
-        "lr": 3e-4,
+        "eval_samples": 2,
+        "steps": 150,
+        "lr": 1e-4,
+        "tester_lr": 1e-3,
         "warmup_steps": 3,
         "weight_decay": 0.0,
         "kl_coef": 0.001,
         "micro_batch_size": 16,
         "sft_steps": 600,
-        "sft_tester_steps": 400,
+        "sft_tester_steps": 800,
+        "sft_suite_size": (4, 8),
+        "sft_coder_mutant_share": 0.3,
         "sft_batch_size": 16,
         "sft_lr": 5e-3,
         "checkpoint_every": 10,
