@@ -30,6 +30,7 @@ from agents.training.sft import SupervisedExample
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
+from codea1_env.scoring.mutation import MutantCache
 
 __all__ = ["RolePolicies", "sampling_params", "strip_docstrings"]
 
@@ -149,7 +150,7 @@ class RolePolicies:
         self.lms: dict[str, Any] = dict(self.encoders)
         if self.backend == "vllm":
             self.lms = self._vllm_engines(dict(specs or {}), chat)
-        self._mutants: dict[str, list[str]] = {}
+        self._mutants = MutantCache(max_entries=4096)  # warm-start mutants, per GT program
 
     def _vllm_engines(self, specs: dict[str, str], chat: bool | None) -> dict[str, Any]:
         from agents.lm.vllm import VLLMLM
@@ -244,18 +245,12 @@ class RolePolicies:
         return "```python\n" + body + "\n```" + eos
 
     def _candidate_code(self, problem: Problem, rng: np.random.Generator, share: float) -> str:
-        """The GT code, or with probability ``share`` one of its AST mutants."""
+        """The GT code, or with probability ``share`` one of its AST mutants (no draw at 0)."""
         program = problem.gt_program.strip("\n")
-        if rng.random() < 1.0 - share:  # the GT (a draw below 1 - share)
+        if share <= 0.0 or rng.random() < 1.0 - share:  # the GT (a draw below 1 - share)
             return program
-        if problem.task_id not in self._mutants:
-            from codea1_env.scoring.mutation import generate_mutants
-
-            self._mutants[problem.task_id] = [m.source for m in generate_mutants(program)]
-            if len(self._mutants) > 4096:
-                self._mutants.pop(next(iter(self._mutants)))
-        pool = self._mutants[problem.task_id]
-        return pool[int(rng.integers(len(pool)))] if pool else program
+        pool = self._mutants.get(program)
+        return pool[int(rng.integers(len(pool)))].source if pool else program
 
     def _warm_start_tests(self, problem: Problem, rng: np.random.Generator) -> str:
         """The tester's warm-start target: GT asserts (see ``sft_suite_size``)."""
@@ -285,9 +280,7 @@ class RolePolicies:
         if role == "coder":
             obs = observe(duel)
             share = self.config.sft_coder_mutant_share
-            body = strip_docstrings(
-                self._candidate_code(problem, rng, share) if share else problem.gt_program
-            )
+            body = strip_docstrings(self._candidate_code(problem, rng, share))
         else:
             candidate = answer_for(self._candidate_code(problem, rng, 0.5))
             duel.play_code(candidate, anonymize_code=self.config.anonymize_code)
