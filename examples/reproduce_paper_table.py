@@ -1,7 +1,7 @@
 """The paper's comparison at toy scale: base, golden, self-play and Code-A1 on procedural problems.
 
 For each seed, three runs with the CPU preset (``tiny``: a ~1.4M-parameter Qwen2 built from config,
-supervised warm start, then GRPO on ``procedural:SEED``):
+supervised warm start, then GRPO on ``procedural:SEED:train:edge``):
 
 * ``code-a1``: two models, the coder and the tester trained against each other, after the
   preset's supervised warm start of both;
@@ -12,7 +12,7 @@ supervised warm start, then GRPO on ``procedural:SEED``):
 * ``base``: the Code-A1 run's warm-started models before RL (its ``step_0`` checkpoint).
 
 All four rows are then evaluated with ``agents.evaluation.evaluate`` on held-out problems of
-``procedural-test:0`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
+``procedural:0:test:edge`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
 discrimination, CURE's accuracy/p01/p00, best-of-N). ``--jobs J`` runs J runs at a time in worker
 processes (one torch thread each; golden waits for its seed's Code-A1 warm start, a seed's
 evaluation for its three runs). Under ``--out`` the script writes:
@@ -94,7 +94,25 @@ WINDOW = 10
 """Training steps averaged at the start and at the end of a run in the self-collusion table."""
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
-PRESET_FULL = {"steps": 60, "coder": 600, "tester": 400, "coder+tester": 1000}
+FAMILY = "edge"
+"""The procedural family of the ``tiny`` preset (its ``problems``/``eval_problems``), used for
+every row's training problems (``procedural:SEED:train:edge``) and the held-out set."""
+
+
+def _preset_full() -> dict[str, int]:
+    from agents.training.presets import PRESETS
+
+    tiny = PRESETS["tiny"]
+    coder, tester = int(tiny["sft_steps"]), int(tiny["sft_tester_steps"])
+    return {
+        "steps": int(tiny["steps"]),
+        "coder": coder,
+        "tester": tester,
+        "coder+tester": coder + tester,
+    }
+
+
+PRESET_FULL = _preset_full()
 """The ``tiny`` preset's RL steps and warm-start steps per warm-start role (``warm_start.json``'s
 ``sft/ROLE_seconds``; ``coder+tester`` is self-play's interleaved one)."""
 
@@ -269,7 +287,7 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
 
     Args:
         mode: ``golden``, ``self-play`` or ``code-a1``.
-        seed: The run's seed (and its training problems, ``procedural:SEED``).
+        seed: The run's seed (and its training problems, ``procedural:SEED:train:edge``).
         out: The comparison's output directory (the run goes to ``out/MODE__seedSEED``).
         args: The command line (``steps``, ``sft_steps``).
 
@@ -293,7 +311,8 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
     overrides: dict[str, Any] = {
         "mode": mode,
         "seed": seed,
-        "problems": f"procedural:{seed}",
+        # the preset's family (its training split, this seed's problems)
+        "problems": f"procedural:{seed}:train:{FAMILY}",
         "output_dir": str(run_dir),
         "eval_before_after": False,
         "progress_bar": False,
@@ -372,7 +391,9 @@ def evaluate_seed(seed: int, out: Path, args: argparse.Namespace) -> dict[str, A
     torch.set_num_threads(1)
     started = time.perf_counter()
     runs = {mode: out / f"{mode}__seed{seed}" for mode in MODES}
-    problems = select_problems(ProceduralSource(seed=0, split="test"), args.eval_problems)
+    problems = select_problems(
+        ProceduralSource(seed=0, split="test", families=[FAMILY]), args.eval_problems
+    )
     specs = [f"base=checkpoint:{runs['code-a1'] / 'checkpoints' / 'step_0'}"]
     specs += [f"{mode}=checkpoint:{runs[mode]}" for mode in MODES]
     settings = EvalSettings(
@@ -583,7 +604,7 @@ def write_outputs(
     seeds = ", ".join(str(s) for s in per_seed)
     (out / "table.md").write_text(
         f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
-        f"Held-out problems: procedural-test:0. Cells: mean ± sample std over seeds.\n\n"
+        f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds.\n\n"
         f"{table}\n\n"
         f"## Paired differences over seeds\n\n"
         f"Per seed the row's metric minus the baseline's, then the mean over seeds with a 95% "
