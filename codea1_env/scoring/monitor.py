@@ -86,6 +86,7 @@ from typing import Any
 
 from codea1_env.sandbox.base import CallStatus, JobResult
 from codea1_env.scoring.testcases import TestCase
+from codea1_env.scoring.unparse import unparse
 
 __all__ = [
     "MonitorCounts",
@@ -404,8 +405,13 @@ def _calls_name(source: str, name: str) -> bool:
 
 @functools.lru_cache(maxsize=16384)
 def _normal(source: str) -> str:
+    """A canonical form of an expression: two parse to the same tree iff their forms are equal.
+
+    :func:`ast.unparse` is that form (``parse(unparse(tree))`` is ``tree`` again), written by
+    :func:`~codea1_env.scoring.unparse.unparse` several times faster than :func:`ast.dump`.
+    """
     try:
-        return ast.dump(ast.parse(source, mode="eval").body)
+        return unparse(ast.parse(source, mode="eval").body)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source.strip()
 
@@ -427,12 +433,12 @@ def scan_suite(
 
     """
     counts = MonitorCounts(tests=len(cases))
-    expected = [_normal(case.expected) for case in cases]
-    if len(cases) >= 2 and len(set(expected)) == 1:
+    if len(cases) >= 2 and _all_same(case.expected for case in cases):
         counts.trivial_constant = len(cases)
     seen: set[str] = set()
     for case in cases:
-        if _normal(case.call) in _normal_parts(case.expected, entry_point):
+        parts = _normal_parts(case.expected, entry_point)
+        if parts and _normal(case.call) in parts:
             counts.trivial_tautology += 1
         if case.key in seen:
             counts.duplicate_input += 1
@@ -474,6 +480,23 @@ def _assert_test(source: str) -> str:
     return source
 
 
+def _all_same(sources: Iterable[str]) -> bool:
+    """Whether every expression has one normal form (stops at the first that differs)."""
+    items = iter(sources)
+    first = next(items, None)
+    if first is None:
+        return True
+    normal = None
+    for source in items:
+        if source == first:
+            continue
+        if normal is None:
+            normal = _normal(first)
+        if _normal(source) != normal:
+            return False
+    return True
+
+
 def _normal_parts(expected: str, entry_point: str) -> set[str]:
     """Normalized calls to ``entry_point`` inside an expected expression."""
     if entry_point not in expected:  # no call to it can be inside: skip the parse
@@ -483,7 +506,7 @@ def _normal_parts(expected: str, entry_point: str) -> set[str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {
-        ast.dump(n)
+        unparse(n)
         for n in ast.walk(tree)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == entry_point
     }

@@ -269,12 +269,11 @@ def grade(
     verdicts = []
     for t in grading.tests:
         key = call_key(t.case)
-        verdict = _verdict(
-            key, t.gt_value, t.status == "valid", outcome, passed, "generated", stdio
+        valid = t.status == "valid"
+        claim = claims[id(t.case)]
+        verdicts.append(
+            _verdict(key, t.gt_value, valid, outcome, passed, "generated", stdio, claim=claim)
         )
-        claimed_ok, claimed = claims[id(t.case)]
-        agrees = verdict.passed if verdict.valid else bool(claimed_ok and passed(key, claimed))
-        verdicts.append(dataclasses.replace(verdict, agrees_with_tester=agrees))
     return grading, tuple(verdicts)
 
 
@@ -348,15 +347,32 @@ def _verdict(
     passed: Any,
     source: str,
     stdio: bool,
+    claim: tuple[bool, Any] | None = None,
 ) -> TestVerdict:
+    """One test's verdict.
+
+    ``claim``: for a generated test, whether the tester's own expectation evaluated and its
+    value; ``agrees_with_tester`` is then the candidate's verdict on it (a valid test's claim is
+    the GT value: ``passed``). Without a claim (GT and mistake-book tests) it is False.
+    """
     call = outcome.get(key)
     ok = bool(passed(key, expected))
+    agrees = False
+    if claim is not None:
+        agrees = ok if valid else bool(claim[0] and passed(key, claim[1]))
     shown = f"stdin={key!r}" if stdio else f"assert {key} == {plain.to_source(expected)}"
     status = call.status.value if call is not None else CallStatus.NOT_RUN.value
     error = call.error[:300] if call is not None else "candidate did not run"
     duration = call.duration_s if call is not None else 0.0
     return TestVerdict(
-        shown[:500], valid, ok, status, "" if ok else error, source, duration_s=duration
+        shown[:500],
+        valid,
+        ok,
+        status,
+        "" if ok else error,
+        source,
+        agrees_with_tester=agrees,
+        duration_s=duration,
     )
 
 

@@ -77,6 +77,7 @@ from codea1_env.scoring.grading import GradedTest, GradeStatus, SuiteGrading, ca
 from codea1_env.scoring.inliner import TOO_LARGE, UNRESOLVED, Inliner, bound_names
 from codea1_env.scoring.reasons import EMPTY_REASONS, REJECT_REASONS
 from codea1_env.scoring.rewards import INLINE_POLICIES, InlinePolicy
+from codea1_env.scoring.unparse import node_count, unparse, unparse_counted
 
 __all__ = [
     "EMPTY_REASONS",
@@ -443,7 +444,8 @@ class _SuiteParser:
             failures = {f for f in (call, expected) if isinstance(f, str)}
             self.reject(line, source, TOO_LARGE if TOO_LARGE in failures else UNRESOLVED)
             return
-        case = TestCase(ast.unparse(call[0]), ast.unparse(expected[0]), line, source)
+        call_text = call[2] if len(call) > 2 else unparse(call[0])
+        case = TestCase(call_text, unparse(expected[0]), line, source)
         if len(self.cases) >= self.max_cases:
             self.reject(line, source, "too_many")
         else:
@@ -462,9 +464,13 @@ class _SuiteParser:
             args=[value(arg) for arg in call.args],
             keywords=[ast.keyword(arg=kw.arg, value=value(kw.value)) for kw in call.keywords],
         )
-        if Inliner({}).cost(resolved) > MAX_EXPRESSION_NODES:
+        try:  # the text and the node count in one pass (see unparse.py)
+            text, count = unparse_counted(resolved)
+        except ValueError:  # an integer too long to write: too large first, as ast would say
+            text, count = "", node_count(resolved)
+        if count > MAX_EXPRESSION_NODES:
             return TOO_LARGE
-        return (resolved, 0)
+        return (resolved, 0, text or ast.unparse(resolved))
 
     def is_entry_call(self, node: ast.expr) -> bool:
         return (
