@@ -193,3 +193,93 @@ def test_non_literal_expectation_is_evaluated_in_the_sandbox(referee):
     j = referee.judge(THRESHOLD, [GT], [["assert f(11) == int('1')"]], update_book=False)
     grading = j.suites[0][0].grading
     assert grading is not None and grading.n_valid == 1
+
+
+def _decisions(judgement):
+    """Everything a judgement decided, without its timings."""
+    import dataclasses
+
+    def bare(verdicts):
+        return [[dataclasses.replace(v, duration_s=0.0) for v in row] for row in verdicts]
+
+    suites = [
+        [
+            (s.tester, s.coder_pair_reward, s.n_invalid, s.rejected, bare([s.verdicts])[0])
+            for s in row
+        ]
+        for row in judgement.suites
+    ]
+    metrics = {
+        k: v for k, v in judgement.metrics.items() if "seconds" not in k and "duration" not in k
+    }
+    return (
+        judgement.coder_rewards,
+        judgement.tester_rewards,
+        judgement.gt_pass_rates,
+        judgement.coder_details,
+        judgement.tester_details,
+        suites,
+        bare(judgement.mistake_book),
+        bare(judgement.gt_tests),
+        judgement.compiled,
+        judgement.code_errors,
+        metrics,
+    )
+
+
+def test_stages_change_nothing_but_timing(sandbox, shared_sandbox):
+    from codea1_env.problems import load_source
+
+    bank = load_source("bank")
+    problems = [bank[i] for i in bank.ids()[:5]]
+    batch = []
+    for n, problem in enumerate(problems + [THRESHOLD] + problems[:2]):  # repeats: one stage
+        codes = [fenced(problem.gt_program), BROKEN, "def nothing(:"]
+        suites = [
+            ["\n".join(problem.tests[: 1 + (n + c) % 3]), "assert nope() == 1"] for c in range(3)
+        ]
+        batch.append((problem, codes, suites))
+    outcomes = {}
+    for stage_problems in (0, 1, 2, 4):
+        referee = Referee(sandbox=shared_sandbox, stage_problems=stage_problems)
+        first = referee.judge_many(batch)
+        second = referee.judge_many(batch)  # now with the mistake book the first call wrote
+        outcomes[stage_problems] = [_decisions(j) for j in first + second]
+        outcomes[f"book{stage_problems}"] = referee.mistake_book.to_dict()
+        referee.close()
+    for stage_problems in (1, 2, 4):
+        assert outcomes[stage_problems] == outcomes[0]
+        assert outcomes[f"book{stage_problems}"] == outcomes["book0"]
+    # the pooled sandbox overlaps stages; a sandbox without concurrent_runs runs them in turn
+    assert getattr(shared_sandbox, "concurrent_runs", False)
+    counted = Referee(sandbox=sandbox, stage_problems=2)
+    assert [_decisions(j) for j in counted.judge_many(batch)] == outcomes[0][: len(batch)]
+    assert sandbox.runs == 3  # 6 distinct GT programs, 2 per stage: one call per stage
+
+
+def test_stage_indices_keep_a_gt_program_in_one_stage():
+    from codea1_env.scoring.plan import stage_indices
+
+    other = Problem(
+        task_id="t/other",
+        prompt="def g(x):\n    pass",
+        entry_point="g",
+        canonical_solution="def g(x):\n    return x\n",
+        tests=("assert g(1) == 1",),
+    )
+    twin = Problem(  # another id, the same GT program: shares the stage of THRESHOLD
+        task_id="t/twin",
+        prompt=THRESHOLD.prompt,
+        entry_point="f",
+        canonical_solution=THRESHOLD.canonical_solution,
+        tests=THRESHOLD.tests,
+    )
+    items = [THRESHOLD, other, twin, other, THRESHOLD]
+    assert stage_indices(items, 1) == [[0, 2, 4], [1, 3]]
+    assert stage_indices(items, 2) == [[0, 1, 2, 3, 4]]
+    assert stage_indices(items, 0) == [[0, 1, 2, 3, 4]]
+    assert stage_indices([], 2) == []
+    with pytest.raises(ValueError):
+        Referee(stage_problems=-1)
+    with pytest.raises(TypeError):
+        Referee(stage_problems=True)  # type: ignore[arg-type]
