@@ -53,7 +53,15 @@ __all__ = [
 
 CONFINEMENTS = ("auto", "bwrap", "unshare", "none")
 """Accepted values of the ``confinement`` option."""
-WORKER_MODULES = ("entry.py", "protocol.py", "zygote.py", "runner.py", "tracer.py")
+WORKER_MODULES = (
+    "entry.py",
+    "protocol.py",
+    "zygote.py",
+    "confine.py",
+    "probe.py",
+    "runner.py",
+    "tracer.py",
+)
 """The standard-library-only modules that run inside a worker (entry script first), all in
 :mod:`codea1_env.sandbox.worker`."""
 SANDBOX_DIR = "/sandbox"

@@ -2,12 +2,15 @@
 
 These files are bind-mounted (bubblewrap, Docker) or run in place as one flat directory, where
 :mod:`.entry` imports its siblings by their top-level names (``protocol``, ``tracer``,
-``runner``, ``zygote``) with a private copy of ``builtins``; :mod:`.plain` is loaded by path
-from the configuration. Nothing here may import ``codea1_env`` or any third-party package. The
-trusted parent imports :mod:`.protocol`, :mod:`.tracer` and :mod:`.plain` as ordinary modules.
+``runner``, ``confine``, ``probe``, ``zygote``) with a private copy of ``builtins``;
+:mod:`.plain` is loaded by path from the configuration. Nothing here may import ``codea1_env``
+or any third-party package. The trusted parent imports :mod:`.protocol`, :mod:`.tracer` and
+:mod:`.plain` as ordinary modules.
 
 * :mod:`.entry`: the worker process's entry script;
-* :mod:`.zygote`: the fork server, child confinement and the isolation probe;
+* :mod:`.zygote`: the fork server (and how it confines each child it forks);
+* :mod:`.confine`: the confinement primitives (``prctl``, seccomp, rlimits, namespaces, mounts);
+* :mod:`.probe`: what the isolation probe's confined child observes;
 * :mod:`.runner`: one job inside a forked child;
 * :mod:`.tracer`: the arc tracer behind the coverage bonus;
 * :mod:`.protocol`: the socket message format between worker and parent;

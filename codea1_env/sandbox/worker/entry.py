@@ -1,11 +1,11 @@
 """Entry point of a sandbox worker process: ``python -S -s -B entry.py --fd N | --connect PATH``.
 
 Runs inside bubblewrap, namespaces or a container, with the standard library and the worker
-files (this script, ``protocol.py``, ``zygote.py``, ``runner.py``, ``tracer.py``) next to each
-other; the plain data codec is loaded by path from the configuration. ``--fd N`` uses an inherited
-``SOCK_SEQPACKET`` socket (local backend); ``--connect PATH`` connects to a listening one (Docker
-backend, through a mounted directory). See :mod:`.zygote` and :mod:`.runner` for what happens
-next.
+files (this script, ``protocol.py``, ``zygote.py``, ``confine.py``, ``probe.py``, ``runner.py``,
+``tracer.py``) next to each other; the plain data codec is loaded by path from the
+configuration. ``--fd N`` uses an inherited ``SOCK_SEQPACKET`` socket (local backend);
+``--connect PATH`` connects to a listening one (Docker backend, through a mounted directory). See
+:mod:`.zygote` and :mod:`.runner` for what happens next.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 
-_TRUSTED_MODULES = ("protocol", "tracer", "runner", "zygote")
+_TRUSTED_MODULES = ("protocol", "tracer", "runner", "confine", "probe", "zygote")
 """The worker files loaded with a private copy of ``builtins``, in order of their imports."""
 
 
