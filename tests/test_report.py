@@ -220,16 +220,16 @@ def test_report_escapes_model_text(tmp_path: Path) -> None:
 
 
 def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import agents.evaluation.report as report
+    import agents.evaluation.plots as plots
 
     seen: list[float] = []
-    original = report.ema
+    original = plots.ema
 
-    def spy(values: Any, weight: float = report.DEFAULT_SMOOTHING) -> list[float]:
+    def spy(values: Any, weight: float = plots.DEFAULT_SMOOTHING) -> list[float]:
         seen.append(weight)
         return original(values, weight)
 
-    monkeypatch.setattr(report, "ema", spy)
+    monkeypatch.setattr(plots, "ema", spy)
     parser = argparse.ArgumentParser()
     report_cli.add_arguments(parser)
     run = _fake_run(tmp_path / "run")

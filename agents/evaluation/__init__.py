@@ -2,5 +2,6 @@
 
 * :mod:`.evaluate`: code and test-generation metrics of coder and tester policies;
 * :mod:`.policies`: policy specs (scripted, checkpoint, hf, http) made ready, and the settings;
-* :mod:`.report`: a training run's PNG plots and self-contained HTML page.
+* :mod:`.plots`: a training run's PNG plots (curves smoothed as TensorBoard smooths them);
+* :mod:`.report`: a training run's self-contained HTML page (plots, evaluation, example duels).
 """

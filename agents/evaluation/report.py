@@ -2,13 +2,9 @@
 
 :func:`write_report` reads a run directory written by the trainer (``metrics.jsonl``, and when
 present ``config.json``, ``summary.json``, ``duels.jsonl``) and writes into ``RUN_DIR/report/``
-(or another directory):
-
-Every curve is drawn as TensorBoard draws it: an exponential moving average (debiased, smoothing
-weight ``smoothing``, 0.6 by default; :func:`ema`) over the faint raw line; where ``summary.json``
-holds a ``before``/``after`` evaluation of a plotted metric, it is marked at the first and last
-step of that metric's curve (the evaluation runs on held-out problems, the curves are training
-rollouts: the markers say where the run started and ended, not a point of the curve).
+(or another directory) the plots of :func:`~agents.evaluation.plots.plot_run` (each curve
+smoothed as TensorBoard smooths it, over the faint raw line, with the ``before``/``after``
+evaluation marked) and the page:
 
 * ``rewards.png``: both players' rewards over RL steps;
 * ``pass_rate.png``: the coder's GT pass rate (and the share of codes passing every GT test);
@@ -40,11 +36,12 @@ from __future__ import annotations
 import base64
 import html
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agents.evaluation.plots import DEFAULT_SMOOTHING, MONITOR_TOTALS, PLOTS, ema, plot_run
 
 __all__ = [
     "DEFAULT_SMOOTHING",
@@ -59,38 +56,8 @@ __all__ = [
     "write_report",
 ]
 
-DEFAULT_SMOOTHING = 0.6
-"""TensorBoard's default smoothing weight."""
-
 SHOWN_DUELS = 6
 """Most example duels shown in the page."""
-
-PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("rewards", "Rewards", ("coder/reward", "tester/reward"), "reward"),
-    (
-        "pass_rate",
-        "Coder pass rate on GT tests",
-        ("coder/gt_pass_rate", "coder/all_gt_pass"),
-        "rate",
-    ),
-    (
-        "tester_rates",
-        "Tester validity and adversarial rates",
-        (
-            "tester/validity",
-            "tester/adversarial",
-            "tester/valid_failure_rate",
-            "tester/suites_with_failure",
-        ),
-        "rate",
-    ),
-    ("mistake_book", "Mistake-book size", ("mistake_book/size",), "entries"),
-    ("kl", "KL to the reference", ("losses/*kl*",), "KL"),
-    ("monitor", "Reward-hacking monitor (counts per step)", ("monitor/*", "quality/*"), "count"),
-)
-"""``(file stem, title, metric keys (``*`` globs), y label)`` of each plot."""
-
-_MONITOR_SKIP = {"monitor/programs", "monitor/tests", "monitor/flagged"}
 
 
 @dataclass
@@ -157,154 +124,6 @@ def load_run(run_dir: str | Path) -> RunData:
         summary=_read_json(root / "summary.json"),
         duels=[d for path in sorted(root.glob("duels*.jsonl")) for d in _read_jsonl(path)],
     )
-
-
-def _keys(rows: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[str]:
-    from fnmatch import fnmatchcase
-
-    present: list[str] = []
-    for row in rows:
-        present += [k for k in row if k != "step" and k not in present]
-    keys: list[str] = []
-    for pattern in patterns:
-        for key in sorted(present) if "*" in pattern else [pattern]:
-            if key in present and fnmatchcase(key, pattern) and key not in keys:
-                if key not in _MONITOR_SKIP:
-                    keys.append(key)
-    return keys
-
-
-def _series(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[float]]:
-    xs: list[float] = []
-    ys: list[float] = []
-    for row in rows:
-        value = row.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(float(value)):
-            xs.append(float(row["step"]))
-            ys.append(float(value))
-    return xs, ys
-
-
-def ema(values: Sequence[float], weight: float = DEFAULT_SMOOTHING) -> list[float]:
-    """TensorBoard's smoothing: a debiased exponential moving average of ``values``.
-
-    ``last = weight * last + (1 - weight) * value`` starting from ``last = 0``, and the ``i``-th
-    point (1-based) divided by ``1 - weight ** i`` so that the start is not pulled towards 0. A
-    constant series is returned unchanged (as TensorBoard does, free of rounding drift).
-
-    Args:
-        values: The raw points, in step order (finite numbers).
-        weight: Smoothing weight in ``[0, 1)``; 0 returns the raw values.
-
-    Raises:
-        ValueError: ``weight`` is outside ``[0, 1)``.
-
-    """
-    if not 0.0 <= weight < 1.0:
-        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
-    if all(v == values[0] for v in values):
-        return [float(v) for v in values]
-    smoothed: list[float] = []
-    last = 0.0
-    for i, value in enumerate(values, start=1):
-        last = last * weight + (1.0 - weight) * float(value)
-        smoothed.append(last / (1.0 - weight**i))
-    return smoothed
-
-
-def _evaluation(summary: Mapping[str, Any] | None, when: str, key: str) -> float | None:
-    table = (summary or {}).get(when)
-    value = table.get(key) if isinstance(table, Mapping) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(float(value)) else None
-
-
-def plot_run(
-    rows: Sequence[Mapping[str, Any]],
-    out_dir: str | Path,
-    *,
-    smoothing: float = DEFAULT_SMOOTHING,
-    summary: Mapping[str, Any] | None = None,
-) -> dict[str, Path]:
-    """Write one PNG per plot of :data:`PLOTS` that has data; returns ``{stem: path}``.
-
-    Args:
-        rows: ``metrics.jsonl`` rows, sorted by step.
-        out_dir: Where the PNGs go (created).
-        smoothing: The EMA weight of the drawn curves (see :func:`ema`); the raw values are the
-            faint line under each curve.
-        summary: ``summary.json``: each ``before``/``after`` value of a plotted metric is marked
-            at the first/last step of its curve.
-
-    Raises:
-        ImportError: matplotlib is missing (the message names the extra).
-        ValueError: ``smoothing`` is outside ``[0, 1)``.
-
-    """
-    ema([0.0, 1.0], smoothing)  # validates the weight before anything is drawn
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.lines import Line2D
-    except ImportError as exc:
-        raise ImportError("codea1 report needs matplotlib: pip install 'codea1[train]'") from exc
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
-    for stem, title, patterns, ylabel in PLOTS:
-        keys = _keys(rows, patterns)
-        if not keys:
-            continue
-        fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
-        marked = {"before": False, "after": False}
-        for index, key in enumerate(keys):
-            xs, ys = _series(rows, key)
-            if not xs:
-                continue
-            color = f"C{index % 10}"
-            ax.plot(xs, ys, color=color, alpha=0.25, linewidth=1.0)
-            ax.plot(xs, ema(ys, smoothing), color=color, linewidth=1.8, label=key)
-            for when, x, marker, face in (
-                ("before", xs[0], "o", "white"),
-                ("after", xs[-1], "*", color),
-            ):
-                value = _evaluation(summary, when, key)
-                if value is not None:
-                    ax.plot(
-                        [x],
-                        [value],
-                        linestyle="none",
-                        color=color,
-                        marker=marker,
-                        markerfacecolor=face,
-                        markersize=10,
-                        markeredgewidth=1.5,
-                        zorder=5,
-                    )
-                    marked[when] = True
-        handles, labels = ax.get_legend_handles_labels()
-        for when, marker, face in (("before", "o", "white"), ("after", "*", "0.4")):
-            if marked[when]:
-                proxy = Line2D([], [], color="0.4", marker=marker, markerfacecolor=face)
-                proxy.set_linestyle("none")
-                handles.append(proxy)
-                labels.append(f"eval {when} RL")
-        ax.set_title(title)
-        ax.set_xlabel("RL step")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
-        legend = ax.legend(handles, labels, fontsize=7, loc="best")
-        legend.set_title(f"smoothing {smoothing:g} (raw: faint)")
-        legend.get_title().set_fontsize(7)
-        fig.tight_layout()
-        path = out / f"{stem}.png"
-        fig.savefig(path)
-        plt.close(fig)
-        written[stem] = path
-    return written
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,7 +270,7 @@ def monitor_flags(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     totals: dict[str, float] = {}
     for row in rows:
         for key, value in row.items():
-            if key.startswith(("monitor/", "quality/")) and key not in _MONITOR_SKIP:
+            if key.startswith(("monitor/", "quality/")) and key not in MONITOR_TOTALS:
                 if isinstance(value, (int, float)) and value > 0:
                     totals[key] = totals.get(key, 0.0) + float(value)
     return totals

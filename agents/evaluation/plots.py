@@ -1,0 +1,199 @@
+"""The plots of a training run: one PNG per group of metrics, curves smoothed as TensorBoard does.
+
+Every curve is drawn as TensorBoard draws it: an exponential moving average (debiased, smoothing
+weight ``smoothing``, 0.6 by default; :func:`ema`) over the faint raw line; where ``summary.json``
+holds a ``before``/``after`` evaluation of a plotted metric, it is marked at the first and last
+step of that metric's curve (the evaluation runs on held-out problems, the curves are training
+rollouts: the markers say where the run started and ended, not a point of the curve).
+:data:`PLOTS` lists the files; :mod:`agents.evaluation.report` embeds them in the run's page.
+
+Plotting needs matplotlib (``pip install 'codea1[train]'``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_SMOOTHING", "MONITOR_TOTALS", "PLOTS", "ema", "plot_run"]
+
+DEFAULT_SMOOTHING = 0.6
+"""TensorBoard's default smoothing weight."""
+
+PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("rewards", "Rewards", ("coder/reward", "tester/reward"), "reward"),
+    (
+        "pass_rate",
+        "Coder pass rate on GT tests",
+        ("coder/gt_pass_rate", "coder/all_gt_pass"),
+        "rate",
+    ),
+    (
+        "tester_rates",
+        "Tester validity and adversarial rates",
+        (
+            "tester/validity",
+            "tester/adversarial",
+            "tester/valid_failure_rate",
+            "tester/suites_with_failure",
+        ),
+        "rate",
+    ),
+    ("mistake_book", "Mistake-book size", ("mistake_book/size",), "entries"),
+    ("kl", "KL to the reference", ("losses/*kl*",), "KL"),
+    ("monitor", "Reward-hacking monitor (counts per step)", ("monitor/*", "quality/*"), "count"),
+)
+"""``(file stem, title, metric keys (``*`` globs), y label)`` of each plot."""
+
+MONITOR_TOTALS = {"monitor/programs", "monitor/tests", "monitor/flagged"}
+"""Monitor keys that are totals (what the counts are out of): neither plotted nor flagged."""
+
+
+def _keys(rows: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[str]:
+    from fnmatch import fnmatchcase
+
+    present: list[str] = []
+    for row in rows:
+        present += [k for k in row if k != "step" and k not in present]
+    keys: list[str] = []
+    for pattern in patterns:
+        for key in sorted(present) if "*" in pattern else [pattern]:
+            if key in present and fnmatchcase(key, pattern) and key not in keys:
+                if key not in MONITOR_TOTALS:
+                    keys.append(key)
+    return keys
+
+
+def _series(rows: Sequence[Mapping[str, Any]], key: str) -> tuple[list[float], list[float]]:
+    xs: list[float] = []
+    ys: list[float] = []
+    for row in rows:
+        value = row.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(float(value)):
+            xs.append(float(row["step"]))
+            ys.append(float(value))
+    return xs, ys
+
+
+def ema(values: Sequence[float], weight: float = DEFAULT_SMOOTHING) -> list[float]:
+    """TensorBoard's smoothing: a debiased exponential moving average of ``values``.
+
+    ``last = weight * last + (1 - weight) * value`` starting from ``last = 0``, and the ``i``-th
+    point (1-based) divided by ``1 - weight ** i`` so that the start is not pulled towards 0. A
+    constant series is returned unchanged (as TensorBoard does, free of rounding drift).
+
+    Args:
+        values: The raw points, in step order (finite numbers).
+        weight: Smoothing weight in ``[0, 1)``; 0 returns the raw values.
+
+    Raises:
+        ValueError: ``weight`` is outside ``[0, 1)``.
+
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    if all(v == values[0] for v in values):
+        return [float(v) for v in values]
+    smoothed: list[float] = []
+    last = 0.0
+    for i, value in enumerate(values, start=1):
+        last = last * weight + (1.0 - weight) * float(value)
+        smoothed.append(last / (1.0 - weight**i))
+    return smoothed
+
+
+def _evaluation(summary: Mapping[str, Any] | None, when: str, key: str) -> float | None:
+    table = (summary or {}).get(when)
+    value = table.get(key) if isinstance(table, Mapping) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(float(value)) else None
+
+
+def plot_run(
+    rows: Sequence[Mapping[str, Any]],
+    out_dir: str | Path,
+    *,
+    smoothing: float = DEFAULT_SMOOTHING,
+    summary: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write one PNG per plot of :data:`PLOTS` that has data; returns ``{stem: path}``.
+
+    Args:
+        rows: ``metrics.jsonl`` rows, sorted by step.
+        out_dir: Where the PNGs go (created).
+        smoothing: The EMA weight of the drawn curves (see :func:`ema`); the raw values are the
+            faint line under each curve.
+        summary: ``summary.json``: each ``before``/``after`` value of a plotted metric is marked
+            at the first/last step of its curve.
+
+    Raises:
+        ImportError: matplotlib is missing (the message names the extra).
+        ValueError: ``smoothing`` is outside ``[0, 1)``.
+
+    """
+    ema([0.0, 1.0], smoothing)  # validates the weight before anything is drawn
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+    except ImportError as exc:
+        raise ImportError("codea1 report needs matplotlib: pip install 'codea1[train]'") from exc
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for stem, title, patterns, ylabel in PLOTS:
+        keys = _keys(rows, patterns)
+        if not keys:
+            continue
+        fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+        marked = {"before": False, "after": False}
+        for index, key in enumerate(keys):
+            xs, ys = _series(rows, key)
+            if not xs:
+                continue
+            color = f"C{index % 10}"
+            ax.plot(xs, ys, color=color, alpha=0.25, linewidth=1.0)
+            ax.plot(xs, ema(ys, smoothing), color=color, linewidth=1.8, label=key)
+            for when, x, marker, face in (
+                ("before", xs[0], "o", "white"),
+                ("after", xs[-1], "*", color),
+            ):
+                value = _evaluation(summary, when, key)
+                if value is not None:
+                    ax.plot(
+                        [x],
+                        [value],
+                        linestyle="none",
+                        color=color,
+                        marker=marker,
+                        markerfacecolor=face,
+                        markersize=10,
+                        markeredgewidth=1.5,
+                        zorder=5,
+                    )
+                    marked[when] = True
+        handles, labels = ax.get_legend_handles_labels()
+        for when, marker, face in (("before", "o", "white"), ("after", "*", "0.4")):
+            if marked[when]:
+                proxy = Line2D([], [], color="0.4", marker=marker, markerfacecolor=face)
+                proxy.set_linestyle("none")
+                handles.append(proxy)
+                labels.append(f"eval {when} RL")
+        ax.set_title(title)
+        ax.set_xlabel("RL step")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, alpha=0.3)
+        legend = ax.legend(handles, labels, fontsize=7, loc="best")
+        legend.set_title(f"smoothing {smoothing:g} (raw: faint)")
+        legend.get_title().set_fontsize(7)
+        fig.tight_layout()
+        path = out / f"{stem}.png"
+        fig.savefig(path)
+        plt.close(fig)
+        written[stem] = path
+    return written
