@@ -11,8 +11,9 @@
 * :mod:`agents.integrations.openrlhf`: OpenRLHF's request and answer formats, and an in-process
   ``reward_func``.
 * :mod:`agents.integrations.skyrl`: SkyRL-gym ``BaseTextEnv`` envs for the coder and the tester.
-* :mod:`agents.integrations.verl`: verl's custom ``compute_score`` and its parquet data builders
-  (coder and tester roles).
+* :mod:`agents.integrations.verl`: verl's custom ``compute_score`` (and its batch and async
+  forms).
+* :mod:`agents.integrations.verl_data`: verl's parquet data builders (coder and tester roles).
 * :mod:`agents.integrations.verl_manager`: verl 0.9.1's reward manager ``codea1`` (imports verl;
   loaded by verl through the ``verl.plugins`` entry point), batching samples into one referee call.
 
