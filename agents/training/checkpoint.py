@@ -33,9 +33,11 @@ __all__ = [
     "COMPLETE_MARKER",
     "TrainerState",
     "capture_rng_state",
+    "curriculum_state",
     "latest_checkpoint",
     "list_checkpoints",
     "load_player_weights",
+    "read_run_checkpoint",
     "read_trainer_state",
     "restore_rng_state",
     "write_checkpoint",
@@ -222,6 +224,12 @@ def read_trainer_state(directory: Path) -> TrainerState:
     )
 
 
+def curriculum_state(source: Any) -> dict[str, Any] | None:
+    """A training source's checkpointable state (its ``state_dict()``), or ``None`` without one."""
+    state_dict = getattr(source, "state_dict", None)
+    return state_dict() if callable(state_dict) else None
+
+
 def write_run_checkpoint(
     run_dir: Path,
     step: int,
@@ -263,6 +271,49 @@ def write_run_checkpoint(
             mistake_book.export_json(directory / "mistake_book.json")
 
     return write_checkpoint(run_dir, step, write, keep=keep)
+
+
+def read_run_checkpoint(
+    directory: Path,
+    run_dir: Path,
+    players: Sequence[Any],
+    *,
+    sampler: np.random.Generator,
+    source: Any,
+    mistake_book: Any,
+) -> TrainerState:
+    """Restore what :func:`write_run_checkpoint` wrote, for a run that resumes from it.
+
+    Each player loads its frozen reference (``run_dir/reference_{name}.pt``) and its files; the
+    problem sampler, the RNG states and the source's curriculum (when it has
+    ``load_state_dict``) come back; the mistake book (when given, and saved) is replaced by the
+    saved one.
+
+    Args:
+        directory: The checkpoint directory (``run_dir/checkpoints/step_N``).
+        run_dir: The run directory.
+        players: The run's players (with ``load_reference(path)`` and ``load(directory)``).
+        sampler: The problem sampler, restored in place.
+        source: The training source.
+        mistake_book: The mistake book to restore, or ``None`` to leave it (ranks other than 0
+            share rank 0's SQLite book).
+
+    Returns:
+        The trainer state read (its ``step`` and ``before`` are the caller's to use).
+    """
+    for player in players:
+        player.load_reference(run_dir / f"reference_{player.name}.pt")
+        player.load(directory)
+    state = read_trainer_state(directory)
+    sampler.bit_generator.state = state.sampler
+    restore_rng_state(state.rng)
+    if state.curriculum is not None and hasattr(source, "load_state_dict"):
+        source.load_state_dict(state.curriculum)
+    book_file = directory / "mistake_book.json"
+    if mistake_book is not None and book_file.is_file():
+        mistake_book.clear()
+        mistake_book.import_json(book_file)
+    return state
 
 
 def load_player_weights(directory: Path, players: Sequence[Any]) -> int:

@@ -10,6 +10,10 @@ decay 0.1, grad clip 1.0, 8 codes per question and 8 test suites per code, rollo
 Model specs (``coder_model``, ``tester_model``) are either a local directory or hub name that
 ``transformers`` can load, or ``"builtin:<size>"`` for a small Qwen2-architecture model built from
 config with the package's own tokenizer (``size`` is ``nano``, ``tiny`` or ``small``; no download).
+
+One module (over 600 lines) on purpose: most of it is :class:`TrainConfig` itself, whose every
+field carries its docstring; what follows it (presets, JSON, CLI flags) only reads those fields
+and their docstrings, so it stays next to them.
 """
 
 from __future__ import annotations

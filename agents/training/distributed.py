@@ -41,15 +41,19 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 try:
     import torch
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("distributed training needs PyTorch: pip install 'codea1[train]'") from exc
+
+from codea1_env.atomic import write_text_atomic
 
 __all__ = [
     "SINGLE",
@@ -60,6 +64,7 @@ __all__ = [
     "full_model_state",
     "full_optimizer_state",
     "full_parameters",
+    "check_replicas",
     "is_sharded",
     "load_full_model_state",
     "load_full_optimizer_state",
@@ -294,6 +299,41 @@ def replica_report(dist: Distributed, models: dict[str, Any], step: int) -> dict
         "digests": digests,
         "identical": all(d == digests[0] for d in digests),
     }
+
+
+def check_replicas(
+    dist: Distributed,
+    models: dict[str, Any],
+    step: int,
+    run_dir: Path,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Compare the trained parameters of every data-parallel rank (a collective call).
+
+    Each rank hashes its players' trainable parameters (SHA-256, :func:`replica_report`); rank 0
+    writes the digests to ``run_dir/replicas.json``.
+
+    Args:
+        dist: The data-parallel group.
+        models: The players' models by player name.
+        step: The step the parameters were trained to.
+        run_dir: The run directory.
+        log: Where the confirmation line goes.
+
+    Returns:
+        ``{"world_size", "step", "digests": [{player: digest} per rank], "identical"}``.
+
+    Raises:
+        RuntimeError: the replicas differ (on every rank, after the file is written).
+
+    """
+    report = replica_report(dist, models, step)
+    if dist.is_main:
+        write_text_atomic(run_dir / "replicas.json", json.dumps(report, indent=2))
+    if not report["identical"]:
+        raise RuntimeError(f"data-parallel replicas diverged: {report['digests']}")
+    log(f"replicas: {dist.world_size} ranks hold identical parameters")
+    return report
 
 
 def shard_model(model: Any) -> Any:

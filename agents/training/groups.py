@@ -27,6 +27,7 @@ __all__ = [
     "coder_samples",
     "collapsed",
     "select_tester_codes",
+    "step_samples",
     "suite_spread",
     "tester_samples",
 ]
@@ -163,3 +164,45 @@ def tester_samples(
                 _sample(g, a, "tester") for g, a in zip(group, advantages.tolist(), strict=True)
             )
     return out
+
+
+def step_samples(
+    judgements: Sequence[Any],
+    code_gens: Sequence[Any],
+    suite_gens: Sequence[Any],
+    *,
+    with_tester: bool,
+    rule: str = "update_n",
+    normalize_std: bool = True,
+    skip_collapsed: bool = False,
+) -> tuple[GroupedSamples, GroupedSamples]:
+    """Both roles' samples of a step, from its judgements (one per problem).
+
+    Args:
+        judgements: The step's judgements, each with ``coder_rewards`` (per code) and
+            ``tester_rewards`` (per code, per suite).
+        code_gens: The coder's generations (see :func:`coder_samples`).
+        suite_gens: The tester's generations (see :func:`tester_samples`).
+        with_tester: Whether the tester plays (``False``: its samples are empty).
+        rule: The ``tester_group`` rule.
+        normalize_std: Divide advantages by the group's standard deviation.
+        skip_collapsed: Zero (coder) or leave out (tester) collapsed groups.
+
+    Returns:
+        ``(coder, tester)``: :func:`coder_samples` and :func:`tester_samples` of the rewards.
+    """
+    coder_rewards = torch.tensor([list(j.coder_rewards) for j in judgements])
+    coder = coder_samples(
+        coder_rewards, code_gens, normalize_std=normalize_std, skip_collapsed=skip_collapsed
+    )
+    tester = GroupedSamples()
+    if with_tester:
+        tester_rewards = torch.tensor([[list(r) for r in j.tester_rewards] for j in judgements])
+        tester = tester_samples(
+            tester_rewards,
+            suite_gens,
+            rule=rule,
+            normalize_std=normalize_std,
+            skip_collapsed=skip_collapsed,
+        )
+    return coder, tester

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -171,6 +172,20 @@ class Player:
             self.reference.load_state_dict(full_model_state(self.model), strict=False)
             return
         self.reference = _frozen_copy(self.model)
+
+    def freeze_reference(self, path: Path, *, write: bool) -> None:
+        """Snapshot the KL reference, start a fresh optimizer, and save the reference to ``path``.
+
+        Args:
+            path: Where the reference's weights go (written atomically, when there is one).
+            write: Whether this process writes the file (rank 0); the snapshot is collective.
+        """
+        self.snapshot_reference()
+        self.reset_optimizer()
+        if self.reference is not None and write:
+            tmp = path.with_suffix(".tmp")
+            self.save_reference(tmp)
+            os.replace(tmp, path)
 
     def _rounds(self, count: int) -> int:
         """Forwards every rank runs for ``count`` local ones (the most over ranks under FSDP)."""

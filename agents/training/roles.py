@@ -17,7 +17,7 @@ fence; with chat prompts it is a whole fenced block followed by the end-of-seque
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -234,6 +234,24 @@ class RolePolicies:
         prompts = [self.prompt(role, obs) for obs in observations]
         params = self.params(role, seed=seed, evaluation=evaluation, seed_offset=seed_offset)
         return list(self.lms[role].generate(prompts, params))
+
+    def texts_at(
+        self, seed: int
+    ) -> Callable[[str, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], list[str]]:
+        """``generate(role, observations, infos) -> texts`` at evaluation settings and ``seed``.
+
+        The sampler :func:`agents.training.heldout_eval.evaluate` takes.
+        """
+
+        def generate(
+            role: str,
+            observations: Sequence[Mapping[str, Any]],
+            infos: Sequence[Mapping[str, Any]],
+        ) -> list[str]:
+            gens = self.generate(role, observations, infos, seed=seed, evaluation=True)
+            return [g.text for g in gens]
+
+        return generate
 
     # ------------------------------------------------------------------------------------------
     def answer_text(self, role: str, body: str) -> str:

@@ -37,7 +37,7 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,10 +50,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.training.checkpoint import (
+    curriculum_state,
     latest_checkpoint,
     load_player_weights,
-    read_trainer_state,
-    restore_rng_state,
+    read_run_checkpoint,
     write_run_checkpoint,
     write_text_atomic,
 )
@@ -61,17 +61,11 @@ from agents.training.config import TrainConfig
 from agents.training.distributed import (
     Distributed,
     NullMetricsLogger,
+    check_replicas,
     from_environment,
     is_sharded,
-    replica_report,
 )
-from agents.training.groups import (
-    GroupedSamples,
-    coder_samples,
-    collapsed,
-    select_tester_codes,
-    tester_samples,
-)
+from agents.training.groups import GroupedSamples, collapsed, select_tester_codes, step_samples
 from agents.training.heldout_eval import evaluate, format_summary
 from agents.training.metrics import (
     MetricsLogger,
@@ -290,7 +284,7 @@ class Trainer:
                     self.step_count,
                     states,
                     sampler=self.sampler,
-                    curriculum=_curriculum_state(self.train_source),
+                    curriculum=curriculum_state(self.train_source),
                     before=self.before,
                     config=self.config,
                     mistake_book=self.mistake_book,
@@ -301,20 +295,16 @@ class Trainer:
         return Path(self.dist.broadcast(written))
 
     def _load_checkpoint(self, path: Path) -> None:
-        for player in self._players():
-            player.load_reference(self.run_dir / f"reference_{player.name}.pt")
-            player.load(path)
-        state = read_trainer_state(path)
+        state = read_run_checkpoint(
+            path,
+            self.run_dir,
+            self._players(),
+            sampler=self.sampler,
+            source=self.train_source,
+            mistake_book=self.mistake_book if self.dist.is_main else None,
+        )
         self.step_count = state.step
-        self.sampler.bit_generator.state = state.sampler
-        restore_rng_state(state.rng)
-        if state.curriculum is not None and hasattr(self.train_source, "load_state_dict"):
-            self.train_source.load_state_dict(state.curriculum)
         self.before = state.before
-        book_file = path / "mistake_book.json"
-        if self.mistake_book is not None and book_file.is_file() and self.dist.is_main:
-            self.mistake_book.clear()  # the shared SQLite book is restored once, by rank 0
-            self.mistake_book.import_json(book_file)
         self.dist.barrier()
         self.resumed_from = self.step_count
         self.roles.sync()
@@ -369,13 +359,9 @@ class Trainer:
         """Sync the rollout policies, snapshot the KL references, fresh optimizers."""
         self.roles.sync()
         for player in self._players():
-            player.snapshot_reference()
-            player.reset_optimizer()
-            path = self.run_dir / f"reference_{player.name}.pt"
-            if player.reference is not None and self.dist.is_main:
-                tmp = path.with_suffix(".tmp")
-                player.save_reference(tmp)
-                os.replace(tmp, path)
+            player.freeze_reference(
+                self.run_dir / f"reference_{player.name}.pt", write=self.dist.is_main
+            )
 
     # ------------------------------------------------------------------------------------------
     # evaluation
@@ -383,19 +369,9 @@ class Trainer:
     def evaluate(self) -> dict[str, float]:
         """Evaluate on the fixed held-out problems (see :mod:`agents.training.heldout_eval`)."""
         cfg = self.config
-        seed = step_seed(cfg.seed, -1, "eval")
-
-        def generate(
-            role: str,
-            observations: Sequence[Mapping[str, Any]],
-            infos: Sequence[Mapping[str, Any]],
-        ) -> list[str]:
-            gens = self.roles.generate(role, observations, infos, seed=seed, evaluation=True)
-            return [g.text for g in gens]
-
         return evaluate(
             self.eval_problems,
-            generate,
+            self.roles.texts_at(step_seed(cfg.seed, -1, "eval")),
             self.referee,
             samples=cfg.eval_samples,
             with_tester=cfg.has_tester,
@@ -473,23 +449,15 @@ class Trainer:
                 self.host.picker.observe(problem.task_id, rate)
 
         # 5. advantages over the rewards (problems, codes) and (problems, codes, suites)
-        coder_rewards = torch.tensor([list(j.coder_rewards) for j in judgements])
-        coder = coder_samples(
-            coder_rewards,
+        coder, tester = step_samples(
+            judgements,
             code_gens,
+            suite_gens,
+            with_tester=cfg.has_tester,
+            rule=cfg.tester_group,
             normalize_std=cfg.normalize_advantages,
             skip_collapsed=cfg.skip_collapsed_groups,
         )
-        tester = GroupedSamples()
-        if cfg.has_tester:
-            tester_rewards = torch.tensor([[list(r) for r in j.tester_rewards] for j in judgements])
-            tester = tester_samples(
-                tester_rewards,
-                suite_gens,
-                rule=cfg.tester_group,
-                normalize_std=cfg.normalize_advantages,
-                skip_collapsed=cfg.skip_collapsed_groups,
-            )
 
         # 6. updates
         update_started = time.perf_counter()
@@ -596,26 +564,16 @@ class Trainer:
             self.close()
 
     def check_replicas(self) -> dict[str, Any]:
-        """Compare the trained parameters of every data-parallel rank.
+        """Compare the trained parameters of every data-parallel rank (``run_dir/replicas.json``).
 
-        Each rank hashes its players' trainable parameters (SHA-256); rank 0 writes the digests to
-        ``run_dir/replicas.json``.
-
-        Returns:
-            ``{"world_size", "digests": [{player: digest} per rank], "identical"}``.
+        See :func:`agents.training.distributed.check_replicas`.
 
         Raises:
             RuntimeError: the replicas differ (on every rank, after the file is written).
 
         """
         models = {p.name: p.model for p in self._players()}
-        report = replica_report(self.dist, models, self.step_count)
-        if self.dist.is_main:
-            write_text_atomic(self.run_dir / "replicas.json", json.dumps(report, indent=2))
-        if not report["identical"]:
-            raise RuntimeError(f"data-parallel replicas diverged: {report['digests']}")
-        self.log(f"replicas: {self.dist.world_size} ranks hold identical parameters")
-        return report
+        return check_replicas(self.dist, models, self.step_count, self.run_dir, self.log)
 
     def close(self) -> None:
         """Close the metrics sinks and what the trainer owns.
@@ -630,11 +588,6 @@ class Trainer:
                 self.mistake_book.close()
         if self._owns_dist:
             self.dist.shutdown()
-
-
-def _curriculum_state(source: Any) -> dict[str, Any] | None:
-    state_dict = getattr(source, "state_dict", None)
-    return state_dict() if callable(state_dict) else None
 
 
 def _silent(message: str) -> None:
