@@ -1,6 +1,12 @@
 """Evaluation: pure metrics for code and test generation, and the sandboxed suite evaluator.
 
 See :mod:`codea1_env.evaluation.metrics` for every metric's definition and source.
+
+* :mod:`.metrics`: pass@k, mut@k, validity, discrimination and the other pure metrics;
+* :mod:`.suite_eval`: suites run against the GT, candidate codes and the GT's mutants, batched;
+* :mod:`.fidelity`: UT fidelity (UTRL), whether a suite ranks candidate codes as the GT does;
+* :mod:`.coverage`: LCov@k and BCov@k, the static model of a program and its figures;
+* :mod:`.coverage_arcs`: the possible arcs of a program (the AST walk behind the model).
 """
 
 from codea1_env.evaluation.metrics import (
