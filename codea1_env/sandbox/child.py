@@ -33,6 +33,10 @@ clamped to :data:`~.protocol.AUDIT_COUNT_CAP` and kept as the highest total per 
 :attr:`ChildRun.audit`. They never advance the sequence, reset a deadline or count towards a
 call's duration, and after :data:`MAX_AUDIT_RECORDS` (plus one per call) the rest are ignored:
 a program that forges them gains nothing but a wrong monitoring count.
+
+One module (over 600 lines) on purpose: it is one idea, the trusted side of one job child; the
+record validators above :class:`ChildSession` are the protocol that session enforces, and read
+best next to it.
 """
 
 from __future__ import annotations
