@@ -27,6 +27,7 @@ from agents.players.prompts import PromptTemplate, prompt_style
 from agents.training.config import TrainConfig
 from agents.training.player import Player
 from agents.training.sft import SupervisedExample
+from codea1_env.game.anonymize import strip_docstrings as strip_tree_docstrings
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
@@ -73,22 +74,14 @@ def strip_docstrings(program: str) -> str:
     """The program without its functions' docstrings (``ast.unparse``); unchanged if unparsable.
 
     The prompt already carries the docstring; warm-start targets without it are shorter and
-    put the whole loss on the code.
+    put the whole loss on the code. The program-text form of
+    :func:`codea1_env.game.anonymize.strip_docstrings` with ``functions_only=True``.
     """
     try:
         tree = ast.parse(program)
     except SyntaxError:
         return program
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) > 1:
-            first = node.body[0]
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                node.body = node.body[1:]
-    return ast.unparse(tree)
+    return ast.unparse(strip_tree_docstrings(tree, functions_only=True))
 
 
 class RolePolicies:

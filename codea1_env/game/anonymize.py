@@ -23,7 +23,7 @@ import ast
 import builtins
 from typing import Any
 
-__all__ = ["anonymize"]
+__all__ = ["anonymize", "strip_docstrings"]
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -46,7 +46,8 @@ def anonymize(code: str, entry_point: str) -> str:
         renamer = _Renamer(entry_point, _imported_names(tree) | _fixed_names(tree, entry_point))
         renamer.collect(tree)
         tree = renamer.visit(tree)
-        _strip_docstrings(tree)
+        strip_docstrings(tree)
+        _drop_return_annotations(tree)
         ast.fix_missing_locations(tree)
         return ast.unparse(tree) + "\n"
     except (RecursionError, ValueError, TypeError, AttributeError):
@@ -153,18 +154,44 @@ class _Renamer(ast.NodeTransformer):
         return node
 
 
-def _strip_docstrings(tree: ast.AST) -> None:
+def strip_docstrings(tree: ast.AST, *, functions_only: bool = False) -> ast.AST:
+    """Remove the docstrings in ``tree`` (in place) and return it.
+
+    A docstring is the first statement of a body when it is a string constant.
+
+    Args:
+        tree: A parsed program (``ast.parse``).
+        functions_only: Only functions' docstrings, and only where the function has another
+            statement (its body is never emptied), as the warm start's coder targets are written
+            (:func:`agents.training.roles.strip_docstrings`). Otherwise (what :func:`anonymize`
+            shows the tester) the module's, the classes' and the functions' docstrings all go,
+            and a body that held only its docstring becomes ``pass``.
+
+    Returns:
+        ``tree``.
+    """
+    kinds: tuple[type[ast.AST], ...] = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if not functions_only:
+        kinds = (ast.Module, *kinds, ast.ClassDef)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            body = node.body
-            if (
-                body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
-            ):
-                body.pop(0)
-                if not body:
-                    body.append(ast.Pass())
+        if not isinstance(node, kinds):
+            continue
+        body = node.body  # type: ignore[attr-defined]
+        if not body or (functions_only and len(body) < 2):
+            continue
+        first = body[0]
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+        ):
+            body.pop(0)
+            if not body:
+                body.append(ast.Pass())
+    return tree
+
+
+def _drop_return_annotations(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
