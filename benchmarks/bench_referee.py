@@ -239,22 +239,10 @@ def copy_book(book: MistakeBook) -> InMemoryMistakeBook:
 
 
 def referee_pass(
-    sandbox: LocalSandbox,
-    duels: Duels,
-    batch: int,
-    book: MistakeBook,
-    stage_problems: int = referee_module.STAGE_PROBLEMS,
+    sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBook
 ) -> tuple[dict[str, Any], list[Any]]:
-    """One timed pass of ``judge_many`` over ``duels``; returns the figures and the judgements.
-
-    ``stage_problems`` as :class:`Referee` takes it (0: one stage per call, nothing overlaps).
-    """
-    referee = Referee(
-        sandbox=sandbox,
-        mistake_book=copy_book(book),
-        owns_sandbox=False,
-        stage_problems=stage_problems,
-    )
+    """One timed pass of ``judge_many`` over ``duels``; returns the figures and the judgements."""
+    referee = Referee(sandbox=sandbox, mistake_book=copy_book(book), owns_sandbox=False)
     n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
     meter = Meter(sandbox.worker_pids())
     judgements: list[Any] = []
@@ -262,16 +250,9 @@ def referee_pass(
         judgements.extend(referee.judge_many(chunk))
     out = meter.stop(n)
     sandbox_s = referee.stats["sandbox_seconds"]
-    out["stage_problems"] = stage_problems
     out["sandbox_run_seconds"] = round(sandbox_s, 3)
-    if stage_problems == 0:  # sandbox calls and the parent's work alternate
-        out["share_outside_sandbox_run"] = round(1.0 - sandbox_s / out["seconds"], 4)
-    # the referee's own thread: busy this share of the wall time (the rest it waits)
-    out["main_thread_busy_share"] = round(
-        out["main_thread_cpu_ms_per_duel"] * n / 1000.0 / out["seconds"], 4
-    )
+    out["share_outside_sandbox_run"] = round(1.0 - sandbox_s / out["seconds"], 4)
     out["jobs"] = int(referee.stats["jobs"])
-    referee.close()
     out["calls_per_duel"] = round(referee.stats["calls"] / n, 2)
     return out, judgements
 
@@ -283,7 +264,7 @@ def _timed(
     """Replace ``owner.name`` by a wrapper that adds its wall seconds to ``totals[key]``.
 
     ``key`` defaults to ``name``. A float it returns is added to ``totals[key + ":returned"]``
-    (kept for timers of functions that return their own sandbox seconds).
+    (``_materialize`` returns the seconds it spent in the sandbox).
     """
     original = getattr(owner, name)
     key = key or name
@@ -337,8 +318,7 @@ def _referee_steps(referee: Referee) -> list[tuple[Any, str, str]]:
         (referee, "judge_many", "judge_many"),
         (referee, "_plan", "_plan"),
         (referee._parser, "parse", "_parse"),
-        (referee_module, "inputs_jobs", "_inputs_jobs"),
-        (referee_module, "apply_inputs", "_apply_inputs"),
+        (referee, "_materialize", "_materialize"),
         (referee_module, "add_gt_jobs", "_add_gt_jobs"),
         (referee_module, "add_candidate_jobs", "_add_candidate_jobs"),
         (referee_module, "score_plan", "_score"),
@@ -365,7 +345,6 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
         sandbox=timed_sandbox,  # type: ignore[arg-type]
         mistake_book=copy_book(book),
         owns_sandbox=False,
-        stage_problems=0,  # one stage per call: the phases add up to the wall time
     )
     t: dict[str, float] = collections.defaultdict(float)
     with contextlib.ExitStack() as stack:
@@ -381,7 +360,7 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
         "code_check": t["_program_of"],
         "parse": t["_parse"],
         "plan_other": t["_plan"] - t["_parse"] - t["_program_of"] - t["top"],
-        "materialize": t["_inputs_jobs"] + t["_apply_inputs"],
+        "materialize": t["_materialize"] - t["_materialize:returned"],
         "job_building": t["_add_gt_jobs"] + t["_add_candidate_jobs"],
         "sandbox_run": timed_sandbox.run_seconds,
         "grade": t["_grade"],
@@ -395,10 +374,7 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
         "seconds": round(wall, 3),
         "share": {k: round(v / total, 4) for k, v in phases.items()},
         "seconds_by_phase": {k: round(v, 4) for k, v in phases.items()},
-        "note": (
-            "timers in one extra pass with one stage per judge_many call (nothing overlaps); "
-            "shares of judge_many's wall time"
-        ),
+        "note": "timers in one extra pass; shares of judge_many's wall time",
     }
 
 
@@ -685,16 +661,6 @@ def authors_pass(
     return out, results
 
 
-def _same_rewards(a: list[Any], b: list[Any]) -> bool:
-    """Whether two passes gave every duel the same tester and code-vs-suite rewards."""
-    return all(
-        x.tester.total == y.tester.total and x.coder_pair_reward == y.coder_pair_reward
-        for ja, jb in zip(a, b, strict=True)
-        for ra, rb in zip(ja.suites, jb.suites, strict=True)
-        for x, y in zip(ra, rb, strict=True)
-    )
-
-
 def agreement(judgements: list[Any], authors: list[dict[str, Any]]) -> dict[str, float]:
     """Share of duels where both sides gave the same tester reward and code-vs-suite reward."""
     same_t = same_p = total = 0
@@ -732,12 +698,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--no-authors", action="store_true", help="skip the authors' layout")
     parser.add_argument("--profile", action="store_true", help="add a cProfile pass")
     parser.add_argument(
-        "--stage-problems",
-        type=int,
-        default=referee_module.STAGE_PROBLEMS,
-        help="GT programs per referee stage (Referee(stage_problems=)); 0: one stage",
-    )
-    parser.add_argument(
         "--keep-hanging", action="store_true", help="keep problems where a call times out"
     )
     parser.add_argument("--out", default=None, help="also write the JSON here")
@@ -751,19 +711,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         workload_s = time.perf_counter() - started
         n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
         ours: list[dict[str, Any]] = []
-        one_stage: list[dict[str, Any]] = []
         theirs: list[dict[str, Any]] = []
         agree: dict[str, float] = {}
-        same_as_one_stage = True
         for repeat in range(args.repeats):
-            figures, judgements = referee_pass(
-                sandbox, duels, args.batch, book, args.stage_problems
-            )
+            figures, judgements = referee_pass(sandbox, duels, args.batch, book)
             ours.append(figures)
-            if args.stage_problems != 0:
-                single, single_judgements = referee_pass(sandbox, duels, args.batch, book, 0)
-                one_stage.append(single)
-                same_as_one_stage &= _same_rewards(judgements, single_judgements)
             if not args.no_authors:
                 a_figures, a_results = authors_pass(duels, args.batch, book, workers)
                 theirs.append(a_figures)
@@ -795,16 +747,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "referee": best,
         "referee_phases": phases,
     }
-    if one_stage:
-        single_best = _best(one_stage)
-        report["referee_one_stage"] = single_best
-        report["stages"] = {
-            "stage_problems": args.stage_problems,
-            "duels_per_s_over_one_stage": round(
-                best["duels_per_s"] / single_best["duels_per_s"], 2
-            ),
-            "same_rewards_as_one_stage": same_as_one_stage,
-        }
     targets: dict[str, Any] = {"duels_per_s": _target(best["duels_per_s"], TARGET_DUELS_PER_S)}
     if theirs:
         base = _best(theirs)

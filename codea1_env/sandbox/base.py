@@ -210,12 +210,7 @@ class IsolationReport:
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """What every backend provides. Backends are context managers and are safe to reuse.
-
-    A backend whose ``run`` may be called from several threads at once says so with a class
-    attribute ``concurrent_runs = True`` (the pooled backends and Ray do); the referee then
-    overlaps its own work with the sandbox's (see ``Referee.judge_many``).
-    """
+    """What every backend provides. Backends are context managers and are safe to reuse."""
 
     def run(self, jobs: Sequence[Job]) -> list[JobResult]:
         """Run a batch of jobs in parallel and return one result per job, in order.

@@ -205,9 +205,6 @@ class PooledSandbox:
     what the workers held), and may extend :meth:`_after_close`.
     """
 
-    concurrent_runs = True
-    """:meth:`run` may be called from several threads at once (jobs queue for the workers)."""
-
     _pool: WorkerPool
     _report: IsolationReport
     _closed: bool

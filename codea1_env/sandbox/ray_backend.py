@@ -210,9 +210,6 @@ class RaySandbox:
         2
     """
 
-    concurrent_runs = True
-    """:meth:`run` may be called from several threads (they are served one batch at a time)."""
-
     def __init__(
         self,
         actors: int | None = None,

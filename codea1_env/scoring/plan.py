@@ -47,7 +47,6 @@ __all__ = [
     "normalize",
     "plan_problem",
     "program_of",
-    "stage_indices",
 ]
 
 _GT_CACHE_SIZE = 200_000
@@ -335,28 +334,6 @@ def add_candidate_jobs(plan: Plan, jobs: list[Job], limits: Limits) -> None:
 def _gt_tests(entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
     """A problem's GT tests as cases (parsed once per process; the parse is pure)."""
     return parse_tests("\n".join(tests), entry_point, inline="anywhere").cases
-
-
-def stage_indices(problems: Sequence[Problem], size: int) -> list[list[int]]:
-    """Cut a batch into stages of at most ``size`` distinct GT programs (0: one stage).
-
-    Items whose problems share a GT program land in one stage (so a GT call runs once per
-    batch and its outcome is shared, as in one stage); GT programs are taken in order of first
-    appearance and each stage lists its items in batch order.
-
-    Returns:
-        The item indices of each stage; every index appears exactly once.
-    """
-    by_program: dict[str, list[int]] = {}
-    for index, problem in enumerate(problems):
-        by_program.setdefault(digest(problem.gt_program), []).append(index)
-    groups = list(by_program.values())
-    if size <= 0:
-        size = max(len(groups), 1)
-    return [
-        sorted(index for group in groups[start : start + size] for index in group)
-        for start in range(0, len(groups), size)
-    ]
 
 
 def digest(program: str) -> str:

@@ -39,13 +39,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from typing import Any
 
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import CallResult, Job, JobResult, Limits, Sandbox
+from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.book import apply_judgement, bound_book, drop_stale, refresh_jobs
 from codea1_env.scoring.materialize import apply_inputs, inputs_jobs
@@ -59,7 +57,6 @@ from codea1_env.scoring.plan import (
     add_mutant_jobs,
     digest,
     plan_problem,
-    stage_indices,
 )
 from codea1_env.scoring.quality import PassHistory
 from codea1_env.scoring.rewards import RewardConfig
@@ -67,33 +64,7 @@ from codea1_env.scoring.score import same, score_plan
 from codea1_env.scoring.verdicts import Judgement, SuiteVerdict, TestVerdict
 from codea1_env.stability import StabilityOptions
 
-__all__ = ["STAGE_PROBLEMS", "Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
-
-STAGE_PROBLEMS = 2
-"""GT programs per stage of :meth:`Referee.judge_many` (a constant, so that a batch is cut the
-same way on every machine). Two per stage overlapped the parent's work with the sandbox best in
-``benchmarks/bench_referee.py`` (1, 2, 4 and 8 compared; see docs/performance.md)."""
-
-
-@dataclass
-class _Stage:
-    """A stage of one :meth:`Referee.judge_many` call: some items, their plans and calls."""
-
-    indices: list[int]
-    plans: list[Plan]
-    input_jobs: list[Job] = field(default_factory=list)
-    arg_exprs: dict[str, str | None] = field(default_factory=dict)
-    inputs: Future[tuple[list[JobResult], float]] | None = None
-    jobs: list[Job] = field(default_factory=list)
-    gt_slots: list[tuple[str, list[str], int]] = field(default_factory=list)
-    results: Future[tuple[list[JobResult], float]] | None = None
-    seconds: float = 0.0
-
-
-def _timed_run(sandbox: Sandbox, jobs: list[Job]) -> tuple[list[JobResult], float]:
-    started = time.perf_counter()
-    results = sandbox.run(jobs)
-    return results, time.perf_counter() - started
+__all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
 
 class Referee:
@@ -106,8 +77,6 @@ class Referee:
         mistake_book: The mistake book to replay and update. Defaults to an in-memory book.
         owns_sandbox: Whether :meth:`close` stops the sandbox (default: only one it started).
         stability: Quality filter and mistake-book bounds (see :mod:`codea1_env.stability`).
-        stage_problems: GT programs per stage of :meth:`judge_many` (default
-            :data:`STAGE_PROBLEMS`); 0 puts the whole batch in one stage and makes no thread.
 
     """
 
@@ -119,14 +88,7 @@ class Referee:
         mistake_book: MistakeBook | None = None,
         owns_sandbox: bool | None = None,
         stability: StabilityOptions | None = None,
-        stage_problems: int = STAGE_PROBLEMS,
     ) -> None:
-        if isinstance(stage_problems, bool) or not isinstance(stage_problems, int):
-            raise TypeError(f"stage_problems must be an int, got {stage_problems!r}")
-        if stage_problems < 0:
-            raise ValueError(f"stage_problems must be >= 0, got {stage_problems}")
-        self.stage_problems = stage_problems
-        self._calls: ThreadPoolExecutor | None = None
         self.stability = stability or StabilityOptions()
         self.history = PassHistory()
         self._batches = 0
@@ -158,9 +120,6 @@ class Referee:
     def close(self) -> None:
         """Stop the sandbox if this referee started it. Idempotent."""
         with self._lock:
-            if self._calls is not None:
-                self._calls.shutdown(wait=True)
-                self._calls = None
             if self._owns_sandbox and self._sandbox is not None:
                 self._sandbox.close()
                 self._sandbox = None
@@ -202,16 +161,7 @@ class Referee:
         update_book: bool = True,
         candidate_limits: Sequence[Limits | None] | None = None,
     ) -> list[Judgement]:
-        """Score several problems, one sandbox call per stage (see :meth:`judge`).
-
-        The batch is cut into stages of :attr:`stage_problems` GT programs (items that share
-        a GT program are in one stage; :func:`~codea1_env.scoring.plan.stage_indices`). Each
-        stage is planned, its arguments materialized and its jobs run in one sandbox call;
-        when the sandbox serves calls from several threads (``concurrent_runs``), a stage runs
-        while this thread plans the next one and scores the one before, so the parent's work
-        and the sandbox's overlap. Every plan is made before any suite is scored and the
-        mistake book is updated after the last, as with one stage: the judgements depend on
-        the batch and :attr:`stage_problems` only, never on timing or on the sandbox.
+        """Score several problems with one sandbox call (see :meth:`judge`).
 
         Args:
             batch: ``(problem, codes, suites)`` items, as :meth:`judge` takes them. The same
@@ -226,124 +176,48 @@ class Referee:
             raise ValueError(
                 f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
             )
-        problems = [problem for problem, _, _ in batch]
-        stages: list[_Stage] = []
-        try:
-            for indices in stage_indices(problems, self.stage_problems):
-                stage = _Stage(indices, [self._plan(*batch[i]) for i in indices])
-                for index, plan in zip(indices, stage.plans):
-                    plan.limits = candidate_limits[index] if candidate_limits else None
-                stage.input_jobs, stage.arg_exprs = inputs_jobs(stage.plans, self.limits)
-                stage.inputs = self._submit(stage.input_jobs)
-                if stages:  # the previous stage's inputs are back (or nearly): run its jobs
-                    self._launch(stages[-1])
-                stages.append(stage)
-            for stage in stages:
-                if stage.results is None:
-                    self._launch(stage)
-            judgements: list[Judgement | None] = [None] * len(batch)
-            sandbox_seconds = 0.0
-            for stage in stages:
-                sandbox_seconds += self._score_stage(stage, judgements)
-        finally:
-            for stage in stages:  # never leave a call running behind an error
-                for future in (stage.inputs, stage.results):
-                    if future is not None:
-                        wait([future])
-        done = [j for j in judgements if j is not None]
-        plans = [plan for stage in stages for plan in stage.plans]
-        order = [index for stage in stages for index in stage.indices]
-        by_item = dict(zip(order, plans))
-        plans = [by_item[i] for i in range(len(batch))]
-        per_problem = sandbox_seconds / max(len(plans), 1)
-        books = update_book and self.reward_config.mode != "golden"
-        for plan, judgement in zip(plans, done):
-            judgement.metrics["sandbox/seconds"] = per_problem
-            if books:
-                apply_judgement(self.mistake_book, plan, judgement)
-        evicted = refreshed = 0
-        if books:
-            self._batches += 1
-            evicted = bound_book(self.mistake_book, self.stability)
-            every = self.stability.book_refresh_every
-            if every and self._batches % every == 0:
-                refreshed = self.refresh_book([plan.problem for plan in plans])
-        total = float(self.mistake_book.size())
-        for plan, judgement in zip(plans, done):
-            judgement.metrics["mistake_book/size"] = float(
-                self.mistake_book.size(plan.problem.task_id)
-            )
-            judgement.metrics["mistake_book/total_size"] = total
-            judgement.metrics["mistake_book/evicted"] = float(evicted)
-            judgement.metrics["mistake_book/refresh_dropped"] = float(refreshed)
-        return done
-
-    # ------------------------------------------------------------------ stages
-    def _submit(self, jobs: list[Job]) -> Future[tuple[list[JobResult], float]] | None:
-        """Start one sandbox call (None without jobs): in a thread when the sandbox allows."""
-        if not jobs:
-            return None
-        sandbox = self.sandbox
-        if getattr(sandbox, "concurrent_runs", False) and self.stage_problems:
-            with self._lock:
-                if self._calls is None:
-                    self._calls = ThreadPoolExecutor(2, thread_name_prefix="codea1-referee")
-                calls = self._calls
-            return calls.submit(_timed_run, sandbox, jobs)
-        future: Future[tuple[list[JobResult], float]] = Future()
-        try:
-            future.set_result(_timed_run(sandbox, jobs))
-        except BaseException as exc:
-            future.set_exception(exc)
-        return future
-
-    def _launch(self, stage: _Stage) -> None:
-        """Rewrite the stage's calls on the materialized arguments; start its jobs."""
-        if stage.inputs is not None:
-            results, seconds = stage.inputs.result()
-            stage.seconds += seconds
-            apply_inputs(stage.plans, stage.input_jobs, results, stage.arg_exprs)
-        coverage = bool(self.reward_config.coverage_bonus)
+        plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
+        for plan, item_limits in zip(plans, candidate_limits or ()):
+            plan.limits = item_limits
+        inputs_seconds = self._materialize(plans)
+        jobs: list[Job] = []
+        gt_slots: list[tuple[str, list[str], int]] = []  # (program, keys, job index)
         gt_seen: set[tuple[str, str]] = set()
-        for plan in stage.plans:
+        coverage = bool(self.reward_config.coverage_bonus)
+        for plan in plans:
             add_gt_jobs(
                 plan,
-                stage.jobs,
-                stage.gt_slots,
+                jobs,
+                gt_slots,
                 gt_seen,
                 cache=self._gt_cache,
                 limits=self.limits,
                 coverage=coverage,
             )
-            add_candidate_jobs(plan, stage.jobs, self.limits)
+            add_candidate_jobs(plan, jobs, self.limits)
             if self.reward_config.mutation_bonus:
                 add_mutant_jobs(
                     plan,
-                    stage.jobs,
+                    jobs,
                     mutants=self._mutant_cache,
                     cache=self._gt_cache,
                     limits=self.limits,
                 )
-        stage.results = self._submit(stage.jobs)
-
-    def _score_stage(self, stage: _Stage, judgements: list[Judgement | None]) -> float:
-        """Wait for the stage's jobs, fill the GT cache, score its plans; its sandbox seconds."""
-        results: list[JobResult] = []
-        if stage.results is not None:
-            results, seconds = stage.results.result()
-            stage.seconds += seconds
+        started = time.perf_counter()
+        results = self.sandbox.run(jobs) if jobs else []
+        elapsed = time.perf_counter() - started + inputs_seconds
         with self._lock:
-            self.stats["sandbox_seconds"] += stage.seconds
-            self.stats["jobs"] += len(stage.jobs) + len(stage.input_jobs)
-            self.stats["calls"] += sum(job.n_calls for job in (*stage.jobs, *stage.input_jobs))
-        batch_gt: dict[tuple[str, str], CallResult] = {}
-        for program, keys, index in stage.gt_slots:
-            program_digest = digest(program)
-            for key, call in zip(keys, results[index].calls):
-                batch_gt[(program_digest, key)] = call
-                self._gt_cache.put((program_digest, key), call)
-        for index, plan in zip(stage.indices, stage.plans):
-            judgement = score_plan(
+            self.stats["sandbox_seconds"] += elapsed
+            self.stats["jobs"] += len(jobs)
+            self.stats["calls"] += sum(job.n_calls for job in jobs)
+            batch_gt: dict[tuple[str, str], CallResult] = {}
+            for program, keys, index in gt_slots:
+                program_digest = digest(program)
+                for key, call in zip(keys, results[index].calls):
+                    batch_gt[(program_digest, key)] = call
+                    self._gt_cache.put((program_digest, key), call)
+        judgements = [
+            score_plan(
                 plan,
                 results,
                 batch_gt,
@@ -353,6 +227,9 @@ class Referee:
                 history=self.history,
                 equal=self._equal,
             )
+            for plan in plans
+        ]
+        for plan, judgement in zip(plans, judgements):
             judgement.metrics.update(
                 monitor_referee_batch(
                     plan.programs,
@@ -365,8 +242,28 @@ class Referee:
                     plan.problem.entry_point,
                 )
             )
-            judgements[index] = judgement
-        return stage.seconds
+        per_problem = elapsed / max(len(plans), 1)
+        books = update_book and self.reward_config.mode != "golden"
+        for plan, judgement in zip(plans, judgements):
+            judgement.metrics["sandbox/seconds"] = per_problem
+            if books:
+                apply_judgement(self.mistake_book, plan, judgement)
+        evicted = refreshed = 0
+        if books:
+            self._batches += 1
+            evicted = bound_book(self.mistake_book, self.stability)
+            every = self.stability.book_refresh_every
+            if every and self._batches % every == 0:
+                refreshed = self.refresh_book([plan.problem for plan in plans])
+        total = float(self.mistake_book.size())
+        for plan, judgement in zip(plans, judgements):
+            judgement.metrics["mistake_book/size"] = float(
+                self.mistake_book.size(plan.problem.task_id)
+            )
+            judgement.metrics["mistake_book/total_size"] = total
+            judgement.metrics["mistake_book/evicted"] = float(evicted)
+            judgement.metrics["mistake_book/refresh_dropped"] = float(refreshed)
+        return judgements
 
     def refresh_book(self, problems: Sequence[Problem]) -> int:
         """Re-run the stored tests of ``problems`` on their GT; drop those that no longer hold.
@@ -403,6 +300,20 @@ class Referee:
             history=self.history,
             mistake_book=self.mistake_book,
         )
+
+    def _materialize(self, plans: Sequence[Plan]) -> float:
+        """Turn every generated call into a call on literal arguments (see :mod:`.materialize`).
+
+        Returns the seconds spent in the sandbox.
+        """
+        jobs, arg_exprs = inputs_jobs(plans, self.limits)
+        if not jobs:
+            return 0.0
+        started = time.perf_counter()
+        results = self.sandbox.run(jobs)
+        elapsed = time.perf_counter() - started
+        apply_inputs(plans, jobs, results, arg_exprs)
+        return elapsed
 
     def _mutant_cache(self) -> Any:
         """The GT mutants of the mutation-kill bonus, cached per GT program (made on first use)."""
