@@ -362,3 +362,18 @@ def test_rewards_from_a_graded_suite_with_duplicates() -> None:
     # Coder: pass rate over ALL 6 kept tests (3/6) and book 1/2 -> (0.5 + 0.5) / 2 = 0.5
     gen_rate = sum(candidate_passes) / grading.n_kept
     assert score_coder([gen_rate], 0.5, config=config).total == pytest.approx(0.5)
+
+
+def test_nonprintable_penalty_is_the_share_outside_string_printable():
+    import random
+    import string
+
+    from codea1_env.scoring.rewards import nonprintable_penalty
+
+    rng = random.Random(0)
+    alphabet = [chr(i) for i in range(128)] + ["é", "\u200b", "😀", "\x85", "\u3000"]
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        bad = sum(ch not in string.printable for ch in text)
+        assert nonprintable_penalty(text) == (bad / len(text) if text else 0.0), repr(text)
+    assert nonprintable_penalty("assert f(1) == 2\n\t") == 0.0

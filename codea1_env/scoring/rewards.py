@@ -37,6 +37,7 @@ so a tester reward can be slightly negative.
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,6 +70,8 @@ MODES = ("code-a1", "golden", "self-play")
 """Training modes: Code-A1 (two models), golden tests (no tester), self-play (one model)."""
 
 _PRINTABLE = frozenset(string.printable)
+_NONPRINTABLE_ASCII = re.compile("[^" + re.escape(string.printable) + "]")
+"""An ASCII character outside :data:`string.printable` (the control characters but whitespace)."""
 
 
 @dataclass(frozen=True)
@@ -338,6 +341,8 @@ def nonprintable_penalty(text: str) -> float:
     """
     if not text:
         return 0.0
+    if text.isascii() and not _NONPRINTABLE_ASCII.search(text):
+        return 0.0  # the common case, without a Python-level loop over the characters
     bad = sum(1 for ch in text if ch not in _PRINTABLE)
     return bad / len(text)
 

@@ -68,7 +68,8 @@ def score_plan(
         found = batch_gt.get((gt_digest, key))
         return found if found is not None else cache.get((gt_digest, key))
 
-    shared = _ProblemScoring(plan, results, gt, config, stability, history, equal, stdio)
+    shown: dict[tuple[str, str], str] = {}  # (source, call) -> display text (GT values)
+    shared = _ProblemScoring(plan, results, gt, config, stability, history, equal, stdio, shown)
     coder_details: list[CoderReward] = []
     tester_details: list[tuple[TesterReward, ...]] = []
     suite_rows: list[tuple[SuiteVerdict, ...]] = []
@@ -101,7 +102,7 @@ def score_plan(
             if reference is None or not reference.ok:
                 continue
             gt_verdicts.append(
-                _verdict(call_key(case), reference.value, True, outcome, passed, "gt", stdio)
+                _verdict(call_key(case), reference.value, True, outcome, passed, "gt", stdio, shown)
             )
         gt_rows.append(tuple(gt_verdicts))
         gt_rate = sum(v.passed for v in gt_verdicts) / len(gt_verdicts) if gt_verdicts else 0.0
@@ -165,6 +166,7 @@ class _ProblemScoring:
     history: PassHistory
     equal: Callable[[Any, Any], bool]
     stdio: bool
+    shown: dict[tuple[str, str], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +186,9 @@ def _score_suite(
     suite: ParsedSuite, c: _ProblemScoring, code: _CodeRun
 ) -> tuple[SuiteVerdict, float | None]:
     """One (code, suite) pair: grading, verdicts, pair and tester rewards, and its pass rate."""
-    grading, verdicts = grade(suite, c.gt, code.outcome, code.passed, c.stdio, c.plan, c.equal)
+    grading, verdicts = grade(
+        suite, c.gt, code.outcome, code.passed, c.stdio, c.plan, c.equal, shown=c.shown
+    )
     # rule 4: the pass rate over every kept test, the fail rate over the first K
     gen_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
     gen_failures = sum(not v.passed for v in verdicts[: c.config.k])
@@ -249,8 +253,13 @@ def grade(
     stdio: bool,
     plan: Plan,
     equal: Callable[[Any, Any], bool],
+    shown: dict[tuple[str, str], str] | None = None,
 ) -> tuple[SuiteGrading | None, tuple[TestVerdict, ...]]:
-    """One suite graded against the GT (rule 2), and its kept tests run on one candidate."""
+    """One suite graded against the GT (rule 2), and its kept tests run on one candidate.
+
+    ``shown`` memoizes the verdicts' display text per call within one problem (the GT's value
+    of a call is the same in every suite).
+    """
     if not suite.cases:
         return None, ()
     gt_ok: list[bool] = []
@@ -272,7 +281,9 @@ def grade(
         valid = t.status == "valid"
         claim = claims[id(t.case)]
         verdicts.append(
-            _verdict(key, t.gt_value, valid, outcome, passed, "generated", stdio, claim=claim)
+            _verdict(
+                key, t.gt_value, valid, outcome, passed, "generated", stdio, shown, claim=claim
+            )
         )
     return grading, tuple(verdicts)
 
@@ -347,6 +358,7 @@ def _verdict(
     passed: Any,
     source: str,
     stdio: bool,
+    shown: dict[tuple[str, str], str] | None = None,
     claim: tuple[bool, Any] | None = None,
 ) -> TestVerdict:
     """One test's verdict.
@@ -354,18 +366,26 @@ def _verdict(
     ``claim``: for a generated test, whether the tester's own expectation evaluated and its
     value; ``agrees_with_tester`` is then the candidate's verdict on it (a valid test's claim is
     the GT value: ``passed``). Without a claim (GT and mistake-book tests) it is False.
+    ``shown`` memoizes the display text per ``(source, key)``: give it only where ``expected``
+    is a function of ``key`` (the GT's value), never for mistake-book entries.
     """
     call = outcome.get(key)
     ok = bool(passed(key, expected))
     agrees = False
     if claim is not None:
         agrees = ok if valid else bool(claim[0] and passed(key, claim[1]))
-    shown = f"stdin={key!r}" if stdio else f"assert {key} == {plain.to_source(expected)}"
+    memo = (source, key)
+    text = shown.get(memo) if shown is not None else None
+    if text is None:
+        text = f"stdin={key!r}" if stdio else f"assert {key} == {plain.to_source(expected)}"
+        text = text[:500]
+        if shown is not None:
+            shown[memo] = text
     status = call.status.value if call is not None else CallStatus.NOT_RUN.value
     error = call.error[:300] if call is not None else "candidate did not run"
     duration = call.duration_s if call is not None else 0.0
     return TestVerdict(
-        shown[:500],
+        text,
         valid,
         ok,
         status,
