@@ -39,26 +39,33 @@ __all__ = ["StabilityOptions", "make_stability"]
 
 @dataclass(frozen=True)
 class StabilityOptions:
-    """See the module docstring for each option's meaning and default."""
+    """See the module docstring for each option's meaning and default.
+
+    Each field's docstring is also the help text of the ``codea1 train`` flag of the same name
+    (``curriculum_schedule``'s fields: ``--curriculum-start`` and so on).
+    """
 
     curriculum: bool = False
-    """Sample problems by difficulty with a widening schedule."""
+    """Sample problems by difficulty, widening as the coder's GT pass rate rises."""
     curriculum_schedule: CurriculumSchedule = field(default_factory=CurriculumSchedule)
     """The schedule used when ``curriculum`` is on."""
     hard_only: float | None = None
-    """Keep only problems whose difficulty is at least this (None: keep all)."""
+    """Keep only problems whose difficulty is at least this (None: keep all; the paper trains on
+    KodCode's hard split)."""
     anonymize_code: bool = False
-    """Show the tester an anonymized program."""
+    """Show the tester the candidate with names, comments and docstrings stripped."""
     book_capacity_per_problem: int | None = None
     """Most mistake-book entries kept per problem (None: unbounded)."""
     book_capacity_total: int | None = None
     """Most mistake-book entries kept in all (None: unbounded; the write-up suggests 1000-2000)."""
     book_refresh_every: int | None = None
-    """Re-validate stored tests against the GT every N scored batches (None: never)."""
+    """Re-validate stored tests against the GT every N scored batches (None: never; a training
+    step scores one batch)."""
     quality_filter: bool = False
-    """Reject trivial tests (counted invalid) instead of scoring them."""
+    """Reject trivial tests (counted invalid) instead of scoring them as the paper does."""
     always_pass_after: int = 16
-    """Distinct candidates that must all pass a test before it counts as trivial."""
+    """With ``quality_filter``: distinct candidates that must all pass a test before it counts
+    as trivial."""
 
     def __post_init__(self) -> None:
         for name in ("book_capacity_per_problem", "book_capacity_total", "book_refresh_every"):

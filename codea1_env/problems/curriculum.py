@@ -26,19 +26,17 @@ _TAG_DIFFICULTY = {"easy": 0.2, "medium": 0.5, "hard": 0.8}
 
 @dataclass(frozen=True)
 class CurriculumSchedule:
-    """When and how the admitted difficulty widens.
-
-    Attributes:
-        start: Initial highest admitted difficulty, in [0, 1].
-        step: How much the level rises at each promotion.
-        promote_at: Running GT pass rate that triggers a promotion.
-        window: Episodes in the running pass rate (a promotion needs a full window).
-    """
+    """When and how the admitted difficulty widens (each field documented below it)."""
 
     start: float = 0.3
+    """Initial highest admitted difficulty of the curriculum, in [0, 1]."""
     step: float = 0.1
+    """How much the admitted difficulty rises at each promotion, in (0, 1]."""
     promote_at: float = 0.7
+    """Running GT pass rate (over ``window`` episodes) that triggers a promotion, in (0, 1]."""
     window: int = 64
+    """Episodes in the running pass rate (a promotion needs a full window); in training, one
+    episode is one code."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.start <= 1.0 or not 0.0 < self.step <= 1.0:

@@ -57,27 +57,28 @@ class CallStatus(str, enum.Enum):
 class Limits:
     """Resource limits for one job. Every limit is enforced outside the untrusted code's reach.
 
-    Attributes:
-        call_timeout_s: Wall-clock seconds for one call (or one stdin run).
-        setup_timeout_s: Wall-clock seconds to compile and execute the program's top level.
-        cpu_time_s: CPU seconds for the whole job (RLIMIT_CPU).
-        memory_mb: Address-space limit in MiB (RLIMIT_AS).
-        max_processes: Processes/threads the job may hold at once (RLIMIT_NPROC, per uid).
-        max_file_size_mb: Largest file the job may write, MiB (RLIMIT_FSIZE).
-        max_open_files: Open descriptors (RLIMIT_NOFILE).
-        max_output_bytes: Bytes of stdout/stderr kept per job (the rest is discarded).
-        max_value_bytes: Largest encoded return value accepted per call.
+    Each field's docstring is its documentation (and the help text of the ``codea1 train`` flag
+    of the same name).
     """
 
     call_timeout_s: float = 2.0
+    """Wall-clock seconds for one call (or one stdin run); the write-up's guidance: 1-5 s."""
     setup_timeout_s: float = 5.0
+    """Wall-clock seconds to compile and execute the program's top level (imports, definitions)."""
     cpu_time_s: float = 20.0
+    """CPU seconds for the whole job (RLIMIT_CPU)."""
     memory_mb: int = 1024
+    """Address-space limit of one job, MiB (RLIMIT_AS)."""
     max_processes: int = 16
+    """Processes/threads the job may hold at once (RLIMIT_NPROC, per uid)."""
     max_file_size_mb: int = 16
+    """Largest file the job may write, MiB (RLIMIT_FSIZE)."""
     max_open_files: int = 64
+    """Open descriptors (RLIMIT_NOFILE)."""
     max_output_bytes: int = 64 * 1024
+    """Bytes of stdout/stderr kept per job (the rest is discarded)."""
     max_value_bytes: int = 1 << 20
+    """Largest encoded return value accepted per call."""
 
 
 @dataclass(frozen=True)
