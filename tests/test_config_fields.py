@@ -3,11 +3,13 @@
 Two checks. The static one walks every field (``dataclasses.fields``) and looks for a read of it
 in the code of ``agents/`` and ``codea1_env/`` outside ``config.py``: ``cfg.x``, ``config.x`` or
 ``<obj>.config.x``, or a read inside a :class:`TrainConfig` method or property
-(``stability_options``, ``limits``, ``reward_config``, ``rollout_temperature``, ...) that is itself
-read that way. The behavioural one changes a field and checks that an object the run builds from
-the config changes with it: the referee (rewards, limits, stability), the env's game layer the
-trainer plays through (problem picking, the tester's view), the sampling parameters, the
-optimizer and schedule, the tester's groups and the advantages, the run directory.
+(``reward_config``, ``rollout_temperature``, ...) that is itself read that way; the nested
+sections (``stability``, ``limits``) are read whole and handed to the env. The behavioural one
+changes a field, nested ones by their flat names (``quality_filter``, ``curriculum_start``), and
+checks that an object the run builds from the config changes with it: the referee (rewards,
+limits, stability), the env's game layer the trainer plays through (problem picking, the tester's
+view), the sampling parameters, the optimizer and schedule, the tester's groups and the
+advantages, the run directory.
 """
 
 from __future__ import annotations
@@ -126,8 +128,8 @@ def test_the_static_check_sees_reads_and_misses() -> None:
     )
     reads = _config_reads(tree)
     assert reads == {"lr", "k", "seed"}
-    members = {"limits": {"memory_mb"}, "unused": {"weight_decay"}}
-    assert reached_fields(reads | {"limits"}, members) == {"lr", "k", "seed", "memory_mb"}
+    members = {"reward_config": {"alpha"}, "unused": {"weight_decay"}}
+    assert reached_fields(reads | {"reward_config"}, members) == {"lr", "k", "seed", "alpha"}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -252,9 +254,9 @@ PROBES: list[tuple[str, Any, dict[str, Any], Derive]] = [
 def test_changing_the_field_changes_what_the_run_builds(
     name: str, value: Any, base: dict[str, Any], derive: Derive
 ) -> None:
-    before = TrainConfig(**base)
-    after = dataclasses.replace(before, **{name: value})
-    assert getattr(before, name) != value
+    before = TrainConfig.from_dict(base)
+    after = TrainConfig.from_dict({**base, name: value})
+    assert before.value(name) != value and after.value(name) == value
     assert derive(before) != derive(after), f"changing {name} changed nothing {derive.__name__}"
 
 

@@ -112,7 +112,7 @@ def run(
     referee = Referee(
         sandbox=sandbox,
         reward_config=cfg.reward_config(),
-        stability=cfg.stability_options(),
+        stability=cfg.stability,
         owns_sandbox=False,
     )
     trainer = Trainer(
@@ -185,7 +185,7 @@ def test_trainer_observations_equal_the_envs(
     run: tuple[Trainer, dict[str, list[Mapping[str, Any]]], RecordingLM],
 ) -> None:
     trainer, seen, _tester_lm = run
-    expected = _env_tester_observation(trainer.config.anonymize_code)
+    expected = _env_tester_observation(trainer.config.stability.anonymize_code)
     assert seen["tester"] and all(dict(obs) == expected for obs in seen["tester"])
     env = gym.make("CodeTestDuel-v0", source=[PROBLEM])
     try:

@@ -11,21 +11,23 @@ from agents.training.trainer import Trainer, collapsed
 
 
 def test_config_maps_to_env_stability_options_and_limits() -> None:
-    cfg = TrainConfig(
-        curriculum=True,
-        curriculum_start=0.2,
-        anonymize_code=True,
-        quality_filter=True,
-        book_capacity_total=1500,
-        call_timeout_s=1.5,
-        tester_temperature=0.8,
-        coder_top_p=0.9,
+    cfg = TrainConfig.from_dict(
+        {
+            "curriculum": True,
+            "curriculum_start": 0.2,
+            "anonymize_code": True,
+            "quality_filter": True,
+            "book_capacity_total": 1500,
+            "call_timeout_s": 1.5,
+            "tester_temperature": 0.8,
+            "coder_top_p": 0.9,
+        }
     )
-    options = cfg.stability_options()
+    options = cfg.stability
     assert options.curriculum and options.curriculum_schedule.start == 0.2
     assert options.anonymize_code and options.quality_filter
     assert options.book_capacity_total == 1500
-    assert cfg.limits().call_timeout_s == 1.5
+    assert cfg.limits.call_timeout_s == 1.5
     assert cfg.rollout_temperature("tester") == 0.8
     assert cfg.rollout_temperature("coder") == cfg.temperature
     assert cfg.rollout_top_p("coder") == 0.9 and cfg.rollout_top_p("tester") == cfg.top_p

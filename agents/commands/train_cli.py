@@ -13,7 +13,6 @@ command again with the same ``--output-dir`` resumes from the last checkpoint in
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from agents.training.config import (
@@ -62,12 +61,7 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
     if config_file and preset:
         raise ValueError("give either --config or --preset, not both")
     if config_file:
-        base = TrainConfig.load(config_file).to_dict()
-        for f in dataclasses.fields(TrainConfig):
-            if hasattr(args, f.name):
-                value = getattr(args, f.name)
-                base[f.name] = tuple(value) if isinstance(value, list) else value
-        return TrainConfig.from_dict(base)
+        return config_from_args(args, base=TrainConfig.load(config_file).to_dict())
     return config_from_args(args, preset)
 
 

@@ -143,6 +143,7 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
 
     """
     from agents.evaluation.evaluate import EvalSettings, load_policy
+    from agents.training.config import nest_flat_keys
     from codea1_env.envs.duel_env import duel_info
     from codea1_env.game.duel import Duel, Role, judge_grid
     from codea1_env.game.spaces import observe
@@ -159,7 +160,8 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
         else load_source(spec)
     )
     problems = [source[i] for i in list(source.ids())[:n]]
-    anonymize_code = bool(config.get("anonymize_code", False))
+    stability = nest_flat_keys(config).get("stability", {})  # nested, or a pre-nesting flat file
+    anonymize_code = bool(stability.get("anonymize_code", False))
     with Referee() as referee:
         policy = load_policy(f"checkpoint:{root}", referee.sandbox, EvalSettings(seed=seed))
         # the env's game layer: the same observations, extraction and anonymization as training

@@ -11,6 +11,17 @@ Model specs (``coder_model``, ``tester_model``) are either a local directory or 
 ``transformers`` can load, or ``"builtin:<size>"`` for a small Qwen2-architecture model built from
 config with the package's own tokenizer (``size`` is ``nano``, ``tiny`` or ``small``; no download).
 
+The env's options are nested, not mirrored: ``stability`` is a
+:class:`codea1_env.stability.StabilityOptions` and ``limits`` a :class:`codea1_env.sandbox.Limits`,
+each field documented where it is defined. Their fields keep flat names wherever a user types
+them: the flags (``--quality-filter``, ``--call-timeout-s``, ``--curriculum-start``), preset
+overrides (``from_preset("tiny", quality_filter=True)``) and the flat keys of a ``config.json``
+written before the nesting; :func:`nest_flat_keys` is the one mapping from those names to the
+nested layout (:func:`nested_fields` lists them). ``config.json`` itself is nested::
+
+    {"limits": {"call_timeout_s": 2.0, ...}, "lr": 1e-06, ...,
+     "stability": {"curriculum": false, "curriculum_schedule": {"start": 0.3, ...}, ...}}
+
 One module (over 600 lines) on purpose: most of it is :class:`TrainConfig` itself, whose every
 field carries its docstring; what follows it (presets, JSON, CLI flags) only reads those fields
 and their docstrings, so it stays next to them.
@@ -28,17 +39,21 @@ import os
 import tempfile
 import textwrap
 import typing
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from agents.training.presets import PRESETS
+from codea1_env.sandbox.base import Limits
+from codea1_env.stability import StabilityOptions
 
 __all__ = [
     "INERT_FIELDS",
     "MODES",
     "GenerationBackend",
     "Mode",
+    "NestedField",
     "PRESETS",
     "TrainConfig",
     "add_config_arguments",
@@ -46,6 +61,9 @@ __all__ = [
     "field_docs",
     "from_preset",
     "literal_choices",
+    "merge_config_dicts",
+    "nest_flat_keys",
+    "nested_fields",
 ]
 
 Mode = Literal["code-a1", "golden", "self-play"]
@@ -250,43 +268,27 @@ class TrainConfig:
     """Weights & Biases project."""
     progress_bar: bool = True
     """Show a tqdm progress bar with live rewards."""
+
+    # --- sandbox (codea1_env.sandbox) ----------------------------------------------------------
     sandbox_workers: int | None = None
     """Worker processes of the local sandbox (``None``: the sandbox's default)."""
     sandbox: str = "local"
     """Sandbox backend: ``local`` (fork server per core), ``docker`` or ``ray`` (see
     ``docs/scale_out.md``)."""
-    call_timeout_s: float = 2.0
-    """Wall-clock seconds per test call in the sandbox (the write-up's guidance: 1-5 s)."""
-    setup_timeout_s: float = 5.0
-    """Wall-clock seconds for a program's top level (imports, definitions)."""
-    memory_mb: int = 1024
-    """Address-space limit of one sandboxed program, MiB."""
+    limits: Limits = field(default_factory=Limits)
+    """Resource limits of every sandboxed job, a :class:`codea1_env.sandbox.Limits` (its
+    defaults; in ``config.json`` the object ``"limits"``). Each of its fields is a flag of the
+    same name (``--call-timeout-s``, ``--setup-timeout-s``, ``--memory-mb``, ...), documented in
+    ``codea1_env/sandbox/base.py``."""
 
-    # --- stability (codea1_env.stability; all off by default, as in the paper) --------------
-    curriculum: bool = False
-    """Sample training problems by difficulty, widening as the coder's GT pass rate rises."""
-    curriculum_start: float = 0.3
-    """Initial highest admitted difficulty of the curriculum."""
-    curriculum_step: float = 0.1
-    """How much the admitted difficulty rises at each promotion."""
-    curriculum_promote_at: float = 0.7
-    """Running GT pass rate (over ``curriculum_window`` codes) that triggers a promotion."""
-    curriculum_window: int = 64
-    """Codes in the curriculum's running pass rate."""
-    hard_only: float | None = None
-    """Train only on problems at least this difficult (the paper uses KodCode's hard split)."""
-    anonymize_code: bool = False
-    """Show the tester the candidate with names, comments and docstrings stripped."""
-    book_capacity_per_problem: int | None = None
-    """Most mistake-book entries per problem (``None``: unbounded)."""
-    book_capacity_total: int | None = None
-    """Most mistake-book entries in all (``None``: unbounded; the write-up suggests 1000-2000)."""
-    book_refresh_every: int | None = None
-    """Re-validate stored tests against the GT every N steps (``None``: never)."""
-    quality_filter: bool = False
-    """Reject trivial tests (counted invalid) instead of scoring them as the paper does."""
-    always_pass_after: int = 16
-    """With ``quality_filter``: distinct candidates that must all pass a test to make it trivial."""
+    # --- stability (codea1_env.stability's options, then the trainer's; all off by default) ---
+    stability: StabilityOptions = field(default_factory=StabilityOptions)
+    """The env-side stability options, a :class:`codea1_env.stability.StabilityOptions` (its
+    defaults, all off; in ``config.json`` the object ``"stability"``). Each of its fields is a
+    flag of the same name (``--quality-filter``, ``--book-capacity-total``, ...) and the
+    curriculum schedule's are ``--curriculum-start``, ``--curriculum-step``,
+    ``--curriculum-promote-at`` and ``--curriculum-window``; documented in
+    ``codea1_env/stability.py``."""
     coder_temperature: float | None = None
     """Rollout temperature of the coder (``None``: ``temperature``)."""
     coder_top_p: float | None = None
@@ -310,28 +312,6 @@ class TrainConfig:
         value = self.coder_top_p if role == "coder" else self.tester_top_p
         return self.top_p if value is None else value
 
-    def stability_options(self) -> Any:
-        """The env-side stability options as :class:`codea1_env.stability.StabilityOptions`."""
-        from codea1_env.problems.curriculum import CurriculumSchedule
-        from codea1_env.stability import StabilityOptions
-
-        return StabilityOptions(
-            curriculum=self.curriculum,
-            curriculum_schedule=CurriculumSchedule(
-                start=self.curriculum_start,
-                step=self.curriculum_step,
-                promote_at=self.curriculum_promote_at,
-                window=self.curriculum_window,
-            ),
-            hard_only=self.hard_only,
-            anonymize_code=self.anonymize_code,
-            book_capacity_per_problem=self.book_capacity_per_problem,
-            book_capacity_total=self.book_capacity_total,
-            book_refresh_every=self.book_refresh_every,
-            quality_filter=self.quality_filter,
-            always_pass_after=self.always_pass_after,
-        )
-
     def reward_config(self) -> Any:
         """The referee's reward settings as :class:`codea1_env.scoring.rewards.RewardConfig`."""
         from codea1_env.scoring.rewards import RewardConfig
@@ -344,18 +324,15 @@ class TrainConfig:
             mutation_bonus=self.mutation_bonus,
         )
 
-    def limits(self) -> Any:
-        """The sandbox limits as :class:`codea1_env.sandbox.Limits`."""
-        from codea1_env.sandbox.base import Limits
-
-        return Limits(
-            call_timeout_s=self.call_timeout_s,
-            setup_timeout_s=self.setup_timeout_s,
-            memory_mb=self.memory_mb,
-        )
-
     def __post_init__(self) -> None:
-        """Coerce JSON lists back to tuples and validate."""
+        """Build the nested sections given as dicts, coerce JSON lists back to tuples, validate.
+
+        Raises:
+            ValueError: an unknown field of a section, or a bad value (named).
+
+        """
+        self.limits = _build_section(Limits, self.limits, "limits")
+        self.stability = _build_section(StabilityOptions, self.stability, "stability")
         self.lora_target_modules = tuple(self.lora_target_modules)
         self.adam_betas = (float(self.adam_betas[0]), float(self.adam_betas[1]))
         if self.sft_suite_size is not None:
@@ -366,10 +343,17 @@ class TrainConfig:
     def validate(self) -> None:
         """Check every field's range; a ``Literal`` field's values come from its annotation.
 
+        The nested sections' fields are checked against their annotations too (a type, or a
+        ``Literal``'s values), and the limits' ranges are the sandbox's (positive, at least 1).
+        ``StabilityOptions`` and its ``CurriculumSchedule`` check their own ranges when built.
+
         Raises:
-            ValueError: naming the first bad field and its allowed values.
+            ValueError: naming the first bad field (``TrainConfig.limits.memory_mb``) and its
+                allowed values.
 
         """
+        for leaf in nested_fields().values():
+            _check_type(leaf, self.value(leaf.path))
         checks: list[tuple[str, bool, str]] = [
             (name, getattr(self, name) in choices, f"one of {choices}")
             for name, choices in literal_choices().items()
@@ -431,10 +415,22 @@ class TrainConfig:
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),
         ]
+        limits = self.limits
+        checks += [
+            (f"limits.{name}", getattr(limits, name) > 0, "> 0")
+            for name in ("call_timeout_s", "setup_timeout_s", "cpu_time_s", "memory_mb")
+        ]
+        checks += [
+            (f"limits.{name}", getattr(limits, name) >= 1, ">= 1")
+            for name in ("max_processes", "max_file_size_mb", "max_open_files", "max_value_bytes")
+        ]
+        checks.append(("limits.max_output_bytes", limits.max_output_bytes >= 0, ">= 0"))
+        flags = {leaf.dotted: f" (flag {leaf.flag})" for leaf in nested_fields().values()}
         for name, ok, allowed in checks:
             if not ok:
                 raise ValueError(
-                    f"TrainConfig.{name} = {getattr(self, name)!r} is invalid: expected {allowed}"
+                    f"TrainConfig.{name} = {self.value(name)!r} is invalid: expected {allowed}"
+                    + flags.get(name, "")
                 )
         if self.mode == "code-a1" and self.n_suites < 2 and self.tester_group == "update_n":
             raise ValueError("TrainConfig.n_suites must be >= 2 for the tester's GRPO group")
@@ -455,8 +451,25 @@ class TrainConfig:
         """Resolved ``sft_tester_steps``."""
         return self.sft_steps if self.sft_tester_steps is None else self.sft_tester_steps
 
+    def value(self, name: str | tuple[str, ...]) -> Any:
+        """A field's value by name, nested fields included.
+
+        ``name`` is a top-level field, a dotted path (``"limits.memory_mb"``), a path tuple, or
+        the flat name of a nested field (``"curriculum_start"``).
+
+        Raises:
+            AttributeError: no such field.
+
+        """
+        leaf = nested_fields().get(name) if isinstance(name, str) else None
+        path = leaf.path if leaf else tuple(name.split(".")) if isinstance(name, str) else name
+        value: Any = self
+        for part in path:
+            value = getattr(value, part)
+        return value
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready dict of every field."""
+        """Plain JSON-ready dict of every field; the sections are nested dicts."""
         out = dataclasses.asdict(self)
         out["lora_target_modules"] = list(self.lora_target_modules)
         out["adam_betas"] = list(self.adam_betas)
@@ -465,18 +478,23 @@ class TrainConfig:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Build from a dict such as :meth:`to_dict` returns.
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """Build from a dict such as :meth:`to_dict` returns, or a flat one.
+
+        Flat keys of nested fields (``quality_filter``, ``call_timeout_s``, ``curriculum_start``:
+        a ``config.json`` written before the nesting, preset overrides, flags) go into their
+        sections through :func:`nest_flat_keys`; a section's missing fields keep its defaults.
 
         Raises:
-            ValueError: an unknown field (named) or a bad value.
+            ValueError: an unknown field (named, ``limits.x`` inside a section) or a bad value.
 
         """
+        values = nest_flat_keys(data)
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"unknown TrainConfig field(s): {', '.join(unknown)}")
-        return cls(**data)
+        return cls(**values)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the config as JSON, atomically (temp file + fsync + rename)."""
@@ -511,8 +529,11 @@ class TrainConfig:
             raise ValueError(f"{path}: {exc}") from exc
 
     def diff(self, other: TrainConfig) -> dict[str, tuple[Any, Any]]:
-        """Fields whose values differ: ``name -> (self's, other's)``."""
-        mine, theirs = self.to_dict(), other.to_dict()
+        """Fields whose values differ: ``name -> (self's, other's)``.
+
+        A nested field is named by its dotted path (``"stability.quality_filter"``).
+        """
+        mine, theirs = _dotted(self.to_dict()), _dotted(other.to_dict())
         return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
 
 
@@ -537,7 +558,232 @@ def from_preset(name: str, **overrides: Any) -> TrainConfig:
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
-    return TrainConfig.from_dict({**PRESETS[name], **overrides})
+    return TrainConfig.from_dict(merge_config_dicts(PRESETS[name], overrides))
+
+
+# ------------------------------------------------------------------------------------------------
+# the nested sections and the flat names of their fields
+
+_Section = TypeVar("_Section")
+
+_FLAT_PREFIXES: dict[tuple[str, ...], str] = {("stability", "curriculum_schedule"): "curriculum_"}
+"""Flat-name prefix of the fields of a dataclass nested inside a section (``curriculum_start``);
+a section's own fields keep their names, any other nested dataclass gets ``{its name}_``."""
+
+
+class NestedField(NamedTuple):
+    """One field of a nested section, under the flat name that its flag and old configs use."""
+
+    flat: str
+    """The flat name: the flag (``--curriculum-start``), the key of a pre-nesting config."""
+    path: tuple[str, ...]
+    """Where it lives: ``("stability", "curriculum_schedule", "start")``."""
+    owner: type
+    """The dataclass that defines it (``CurriculumSchedule``)."""
+    hint: Any
+    """Its annotation, resolved (``float``, ``int | None``)."""
+    doc: str
+    """The docstring written under it in ``owner``."""
+
+    @property
+    def dotted(self) -> str:
+        """The path as written in messages and :meth:`TrainConfig.diff`: ``stability.hard_only``."""
+        return ".".join(self.path)
+
+    @property
+    def flag(self) -> str:
+        """Its ``codea1 train`` flag: ``--curriculum-start``."""
+        return "--" + self.flat.replace("_", "-")
+
+
+@functools.cache
+def _sections() -> dict[str, type]:
+    """The :class:`TrainConfig` fields that are dataclasses: ``{"limits": Limits, ...}``."""
+    hints = typing.get_type_hints(TrainConfig)
+    return {
+        f.name: hints[f.name]
+        for f in dataclasses.fields(TrainConfig)
+        if isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name])
+    }
+
+
+@functools.cache
+def nested_fields() -> dict[str, NestedField]:
+    """Every field of :class:`TrainConfig`'s sections, by flat name, in field order.
+
+    Raises:
+        RuntimeError: two fields would share a flat name (or one a top-level field's name).
+
+    """
+    found: dict[str, NestedField] = {}
+
+    def walk(cls: type, path: tuple[str, ...], prefix: str) -> None:
+        hints, docs = typing.get_type_hints(cls), field_docs(cls)
+        for f in dataclasses.fields(cls):
+            hint, where = hints[f.name], (*path, f.name)
+            if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+                walk(hint, where, _FLAT_PREFIXES.get(where, f"{prefix}{f.name}_"))
+                continue
+            flat = prefix + f.name
+            if flat in found:
+                raise RuntimeError(f"{'.'.join(where)} and {found[flat].dotted} share {flat!r}")
+            found[flat] = NestedField(flat, where, cls, hint, docs.get(f.name, ""))
+
+    for name, cls in _sections().items():
+        walk(cls, (name,), "")
+    clash = sorted(set(found) & {f.name for f in dataclasses.fields(TrainConfig)})
+    if clash:
+        raise RuntimeError(f"nested fields named like top-level fields: {clash}")
+    return found
+
+
+def _plain(value: Any) -> Any:
+    """A section's value as nested plain dicts (a dataclass or a mapping; anything else as is)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with every flat key of a nested field moved into its section, as a new dict.
+
+    The one mapping from the flat names (the flags, preset overrides, the top-level keys of a
+    ``config.json`` written before the nesting) to the nested layout. Sections given as
+    objects become dicts of their fields; a flat key wins over the same field given in a
+    section of the same ``data``. Other keys are copied as they are (unknown ones included:
+    :meth:`TrainConfig.from_dict` names them).
+
+    Raises:
+        ValueError: a flat key whose section is given as something other than an object.
+
+    """
+    flat = nested_fields()
+    sections = _sections()
+    out = {k: _plain(v) if k in sections else v for k, v in data.items() if k not in flat}
+    for key, value in data.items():
+        if key not in flat:
+            continue
+        *parents, leaf = flat[key].path
+        node = out
+        for depth, part in enumerate(parents, 1):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                where = ".".join(parents[:depth])
+                raise ValueError(
+                    f"TrainConfig.{where} = {child!r} is invalid: expected an object of its fields"
+                )
+            node = child
+        node[leaf] = value
+    return out
+
+
+def merge_config_dicts(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge config values given in layers, a later layer winning field by field.
+
+    Each layer may use flat or nested keys (it goes through :func:`nest_flat_keys`); sections
+    merge field by field too, so ``quality_filter=True`` over a preset keeps its other options.
+    """
+
+    def update(into: dict[str, Any], layer: Mapping[str, Any]) -> None:
+        for key, value in layer.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                update(into[key], value)
+            else:
+                into[key] = value
+
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        update(merged, nest_flat_keys(layer))
+    return merged
+
+
+def _build_section(cls: type[_Section], value: Any, path: str) -> _Section:
+    """``value`` as a ``cls``: an instance as is, a dict of its fields (nested ones as dicts).
+
+    Raises:
+        ValueError: not an object, an unknown field, a value of the wrong type or out of range
+            (the message names ``TrainConfig.<path>.<field>``).
+
+    """
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"TrainConfig.{path} = {value!r} is invalid: expected an object of "
+            f"{cls.__name__}'s fields"
+        )
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
+    if unknown:
+        names = ", ".join(f"{path}.{n}" for n in unknown)
+        raise ValueError(f"unknown TrainConfig field(s): {names}")
+    leaves = {leaf.path: leaf for leaf in nested_fields().values()}
+    values: dict[str, Any] = {}
+    for name, item in value.items():
+        hint = hints[name]
+        where = f"{path}.{name}"
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+            values[name] = _build_section(hint, item, where)
+        else:
+            _check_type(leaves[tuple(where.split("."))], item)
+            values[name] = item
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        raise ValueError(f"TrainConfig.{path}: {exc}") from exc
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits the annotation ``hint`` (an int fits ``float``, a bool no number)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return value in args
+    if type(None) in args:
+        return value is None or _type_ok(value, _optional_base(args))
+    if origin is tuple:
+        return isinstance(value, (tuple, list))
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _describe(hint: Any) -> str:
+    """``hint`` for a message: ``float``, ``int or null``, ``one of ('a', 'b')``."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is Literal:
+        return f"one of {args}"
+    if type(None) in args:
+        return f"{_describe(_optional_base(args))} or null"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _check_type(leaf: NestedField, value: Any) -> None:
+    """Reject a nested field's value that does not fit its annotation.
+
+    Raises:
+        ValueError: ``TrainConfig.<path> = <value> is invalid: expected <type>`` (and the flag).
+
+    """
+    if not _type_ok(value, leaf.hint):
+        raise ValueError(
+            f"TrainConfig.{leaf.dotted} = {value!r} is invalid: expected {_describe(leaf.hint)} "
+            f"(flag {leaf.flag})"
+        )
+
+
+def _dotted(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict flattened to dotted keys (``{"limits.memory_mb": 1024, ...}``)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(_dotted(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -584,20 +830,39 @@ def _none_or(kind: type) -> Any:
     return convert
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one ``--flag`` per :class:`TrainConfig` field (underscores become dashes).
+def _flag_fields() -> list[tuple[str, Any, str]]:
+    """``(flat name, annotation, help)`` of every flag, in field order.
 
-    Every flag defaults to ``argparse.SUPPRESS`` so :func:`config_from_args` can tell which
-    fields the user set; booleans get ``--x/--no-x``; tuples take several values.
+    A section's fields come in its place, their help saying where they live in ``config.json``.
     """
     hints = typing.get_type_hints(TrainConfig)
     docs = field_docs()
-    group = parser.add_argument_group("training config (defaults: the preset, else the paper's)")
+    sections = _sections()
+    out: list[tuple[str, Any, str]] = []
     for f in dataclasses.fields(TrainConfig):
-        flag = "--" + f.name.replace("_", "-")
-        hint = hints[f.name]
-        help_text = docs.get(f.name, "")
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text, "dest": f.name}
+        if f.name not in sections:
+            out.append((f.name, hints[f.name], docs.get(f.name, "")))
+            continue
+        out += [
+            (leaf.flat, leaf.hint, f"{leaf.doc} [config.json: {leaf.dotted}]")
+            for leaf in nested_fields().values()
+            if leaf.path[0] == f.name
+        ]
+    return out
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--flag`` per :class:`TrainConfig` field (underscores become dashes).
+
+    A nested section's fields get flat flags (``--quality-filter``, ``--call-timeout-s``,
+    ``--curriculum-start``; :func:`nested_fields`), with the help of their own docstrings.
+    Every flag defaults to ``argparse.SUPPRESS`` so :func:`config_from_args` can tell which
+    fields the user set; booleans get ``--x/--no-x``; tuples take several values.
+    """
+    group = parser.add_argument_group("training config (defaults: the preset, else the paper's)")
+    for name, hint, help_text in _flag_fields():
+        flag = "--" + name.replace("_", "-")
+        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text, "dest": name}
         origin = typing.get_origin(hint)
         args = typing.get_args(hint)
         if hint is bool:
@@ -627,8 +892,15 @@ def _optional_base(args: tuple[Any, ...]) -> Any:
     return next(a for a in args if a is not type(None))
 
 
-def config_from_args(args: argparse.Namespace, preset: str | None = None) -> TrainConfig:
-    """Build the config: the preset (or the paper defaults), then the flags the user gave.
+def config_from_args(
+    args: argparse.Namespace,
+    preset: str | None = None,
+    *,
+    base: Mapping[str, Any] | None = None,
+) -> TrainConfig:
+    """Build the config: ``base`` or the preset (or the paper defaults), then the flags given.
+
+    ``base`` is a saved config's dict (``--config FILE``), flat or nested.
 
     Raises:
         ValueError: unknown preset or a bad value (named).
@@ -636,9 +908,10 @@ def config_from_args(args: argparse.Namespace, preset: str | None = None) -> Tra
     """
     if preset and preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    base = dict(PRESETS[preset]) if preset else {}
-    for f in dataclasses.fields(TrainConfig):
-        if hasattr(args, f.name):
-            value = getattr(args, f.name)
-            base[f.name] = tuple(value) if isinstance(value, list) else value
-    return TrainConfig.from_dict(base)
+    start = base if base is not None else PRESETS[preset] if preset else {}
+    given: dict[str, Any] = {}
+    for name, _hint, _help in _flag_fields():
+        if hasattr(args, name):
+            value = getattr(args, name)
+            given[name] = tuple(value) if isinstance(value, list) else value
+    return TrainConfig.from_dict(merge_config_dicts(start, given))

@@ -294,7 +294,7 @@ class RolePolicies:
             body = strip_docstrings(self._candidate_code(problem, rng, share))
         else:
             candidate = answer_for(self._candidate_code(problem, rng, 0.5))
-            duel.play_code(candidate, anonymize_code=self.config.anonymize_code)
+            duel.play_code(candidate, anonymize_code=self.config.stability.anonymize_code)
             obs = observe(duel)
             body = self._warm_start_tests(problem, rng)
         lm = self.encoders[role]

@@ -84,8 +84,8 @@ def resolve_run_dir(config: TrainConfig) -> Path:
 def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
     """The run's :class:`~codea1_env.scoring.referee.Referee`: rewards, limits, stability, sandbox.
 
-    ``config.reward_config()`` (``alpha``, ``k``, ``mode``), ``config.limits()``,
-    ``config.stability_options()`` (quality filter, mistake-book bounds and refresh) and the
+    ``config.reward_config()`` (``alpha``, ``k``, ``mode``), ``config.limits``,
+    ``config.stability`` (quality filter, mistake-book bounds and refresh) and the
     ``sandbox`` backend with ``sandbox_workers``; the local sandbox with its default workers is
     started lazily, on the first judgement. The referee owns (and closes) its sandbox.
     """
@@ -102,10 +102,10 @@ def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
     return Referee(
         sandbox=sandbox,
         reward_config=config.reward_config(),
-        limits=config.limits(),
+        limits=config.limits,
         mistake_book=mistake_book,
         owns_sandbox=True,
-        stability=config.stability_options(),
+        stability=config.stability,
     )
 
 
@@ -115,9 +115,7 @@ def game_host(config: TrainConfig, source: Any, referee: Any) -> DuelHost:
     Problems are drawn from ``source`` through its picker (``hard_only`` filter, curriculum),
     the coder's moves are played with the run's ``anonymize_code``, and ``referee`` scores.
     """
-    return DuelHost(
-        source, referee.reward_config, None, None, None, referee, config.stability_options()
-    )
+    return DuelHost(source, referee.reward_config, None, None, None, referee, config.stability)
 
 
 def merge_saved_config(
