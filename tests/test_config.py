@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.commands.train_cli import add_arguments, build_config
+from agents.commands.train_cli import add_arguments, build_config, run
 from agents.training.checkpoint import (
     capture_rng_state,
     latest_checkpoint,
@@ -17,8 +17,41 @@ from agents.training.checkpoint import (
     restore_rng_state,
     write_checkpoint,
 )
-from agents.training.config import PRESETS, TrainConfig, field_docs, from_preset
+from agents.training.config import (
+    PRESETS,
+    TrainConfig,
+    field_docs,
+    from_preset,
+    merge_config_dicts,
+    nested_fields,
+)
 from agents.training.metrics import MetricsLogger, read_metrics
+from codea1_env.problems.curriculum import CurriculumSchedule
+from codea1_env.sandbox.base import Limits
+from codea1_env.scoring.rewards import RewardConfig
+from codea1_env.stability import StabilityOptions
+
+BEFORE_NESTING = Path(__file__).parent / "data" / "config_before_nesting.json"
+"""A ``config.json`` as runs wrote it before ``stability`` and ``limits`` were nested (written by
+that code: ``from_preset("nano", ...)`` with every env option off its default), flat keys."""
+OLD_FLAT_KEYS = (
+    "curriculum",
+    "curriculum_start",
+    "curriculum_step",
+    "curriculum_promote_at",
+    "curriculum_window",
+    "hard_only",
+    "anonymize_code",
+    "book_capacity_per_problem",
+    "book_capacity_total",
+    "book_refresh_every",
+    "quality_filter",
+    "always_pass_after",
+    "call_timeout_s",
+    "setup_timeout_s",
+    "memory_mb",
+)
+"""The env options that were flat TrainConfig fields (and still are flags and accepted keys)."""
 
 
 def parse(argv: list[str]) -> TrainConfig:
@@ -60,6 +93,132 @@ def test_presets_build_and_validate() -> None:
 def test_bad_values_name_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=f"TrainConfig.{field}"):
         TrainConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_every_nested_field_is_documented_and_keeps_its_flat_name() -> None:
+    leaves = nested_fields()
+    assert [name for name, leaf in leaves.items() if not leaf.doc] == []
+    assert set(OLD_FLAT_KEYS) <= set(leaves)
+    assert leaves["curriculum_start"].path == ("stability", "curriculum_schedule", "start")
+    assert leaves["call_timeout_s"].path == ("limits", "call_timeout_s")
+    assert leaves["quality_filter"].dotted == "stability.quality_filter"
+    assert leaves["memory_mb"].flag == "--memory-mb"
+
+
+def test_the_sections_defaults_are_the_old_flat_defaults() -> None:
+    """The defaults the flat fields had, field by field, and the objects they were rebuilt into."""
+    cfg = TrainConfig()
+    assert cfg.limits == Limits(call_timeout_s=2.0, setup_timeout_s=5.0, memory_mb=1024)
+    assert cfg.stability == StabilityOptions(
+        curriculum=False,
+        curriculum_schedule=CurriculumSchedule(start=0.3, step=0.1, promote_at=0.7, window=64),
+        hard_only=None,
+        anonymize_code=False,
+        book_capacity_per_problem=None,
+        book_capacity_total=None,
+        book_refresh_every=None,
+        quality_filter=False,
+        always_pass_after=16,
+    )
+    for name in PRESETS:  # no preset sets an env option: the same objects as before the nesting
+        cfg = from_preset(name)
+        assert (cfg.stability, cfg.limits) == (StabilityOptions(), Limits()), name
+    tiny = from_preset("tiny")
+    assert tiny.reward_config() == RewardConfig(alpha=0.5, k=8, mode="code-a1")
+
+
+def test_a_config_saved_before_the_nesting_loads_as_the_nested_one(tmp_path: Path) -> None:
+    old = json.loads(BEFORE_NESTING.read_text())
+    assert set(OLD_FLAT_KEYS) <= set(old) and "stability" not in old and "limits" not in old
+    cfg = TrainConfig.load(BEFORE_NESTING)
+    assert cfg.stability == StabilityOptions(
+        curriculum=True,
+        curriculum_schedule=CurriculumSchedule(start=0.2, step=0.05, promote_at=0.6, window=16),
+        hard_only=0.4,
+        anonymize_code=True,
+        book_capacity_per_problem=4,
+        book_capacity_total=1500,
+        book_refresh_every=3,
+        quality_filter=True,
+        always_pass_after=8,
+    )
+    assert cfg.limits == Limits(call_timeout_s=1.5, setup_timeout_s=3.0, memory_mb=512)
+    rest = {k: v for k, v in old.items() if k not in OLD_FLAT_KEYS}
+    assert {k: v for k, v in cfg.to_dict().items() if k in rest} == rest  # nothing else moved
+    # saved again it is nested, and nested and flat load into the same config
+    cfg.save(tmp_path / "config.json")
+    new = json.loads((tmp_path / "config.json").read_text())
+    assert not set(OLD_FLAT_KEYS) & set(new)
+    assert new["stability"]["curriculum_schedule"]["start"] == 0.2
+    assert new["stability"]["quality_filter"] is True and new["limits"]["memory_mb"] == 512
+    assert TrainConfig.load(tmp_path / "config.json") == cfg == TrainConfig.from_dict(old)
+    assert from_preset("nano", **{k: old[k] for k in OLD_FLAT_KEYS}) == cfg  # flat overrides
+
+
+def test_json_round_trip_is_stable(tmp_path: Path) -> None:
+    cfg = from_preset("tiny", quality_filter=True, memory_mb=512, curriculum_window=8)
+    cfg.save(tmp_path / "a.json")
+    again = TrainConfig.load(tmp_path / "a.json")
+    again.save(tmp_path / "b.json")
+    assert again == cfg
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_flat_overrides_merge_into_the_sections() -> None:
+    cfg = from_preset("nano", stability={"quality_filter": True}, always_pass_after=4)
+    assert cfg.stability.quality_filter and cfg.stability.always_pass_after == 4
+    cfg = from_preset("nano", limits=Limits(memory_mb=256), call_timeout_s=1.0)
+    assert (cfg.limits.memory_mb, cfg.limits.call_timeout_s) == (256, 1.0)
+    merged = merge_config_dicts({"curriculum": True}, {"stability": {"curriculum_schedule": {}}})
+    assert merged == {"stability": {"curriculum": True, "curriculum_schedule": {}}}
+    assert TrainConfig(stability={"anonymize_code": True}).stability.anonymize_code  # type: ignore[arg-type]
+    diff = TrainConfig().diff(TrainConfig.from_dict({"quality_filter": True, "memory_mb": 256}))
+    assert diff == {"stability.quality_filter": (False, True), "limits.memory_mb": (1024, 256)}
+    assert TrainConfig().value("curriculum_start") == 0.3
+    assert TrainConfig().value("limits.memory_mb") == 1024
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"call_timeout_s": -1.0}, r"TrainConfig\.limits\.call_timeout_s = -1\.0 .*> 0"),
+        ({"limits": {"memory_mb": "big"}}, r"TrainConfig\.limits\.memory_mb = 'big' .*int"),
+        ({"memory_mb": 0}, r"TrainConfig\.limits\.memory_mb .*--memory-mb"),
+        ({"max_processes": 0}, r"TrainConfig\.limits\.max_processes"),
+        ({"quality_filter": "yes"}, r"TrainConfig\.stability\.quality_filter .*bool"),
+        ({"curriculum_window": 1.5}, r"stability\.curriculum_schedule\.window .*int"),
+        ({"curriculum_start": 2.0}, r"TrainConfig\.stability\.curriculum_schedule.*start"),
+        ({"hard_only": 2.0}, r"TrainConfig\.stability.*hard_only"),
+        ({"book_capacity_total": "many"}, r"stability\.book_capacity_total .*int or null"),
+        ({"stability": {"warp_speed": 9}}, r"unknown TrainConfig field\(s\): stability\.warp"),
+        ({"limits": {"curriculum": True}}, r"unknown TrainConfig field\(s\): limits\.curric"),
+        ({"limits": 5}, r"TrainConfig\.limits = 5 is invalid"),
+    ],
+)
+def test_bad_nested_values_name_the_field(values: dict[str, object], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        TrainConfig.from_dict(values)
+
+
+def test_bad_nested_values_are_rejected_from_objects_files_and_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match=r"TrainConfig\.limits\.call_timeout_s = 0"):
+        TrainConfig(limits=Limits(call_timeout_s=0))
+    with pytest.raises(ValueError, match=r"TrainConfig\.stability\.anonymize_code"):
+        TrainConfig(stability=StabilityOptions(anonymize_code=1))  # type: ignore[arg-type]
+    (tmp_path / "bad.json").write_text('{"limits": {"call_timeout_s": "slow"}}')
+    with pytest.raises(ValueError, match=r"bad.json: TrainConfig\.limits\.call_timeout_s"):
+        TrainConfig.load(tmp_path / "bad.json")
+    (tmp_path / "old.json").write_text('{"quality_filter": 3}')
+    with pytest.raises(ValueError, match=r"old.json: TrainConfig\.stability\.quality_filter"):
+        TrainConfig.load(tmp_path / "old.json")
+    with pytest.raises(ValueError, match=r"TrainConfig\.limits\.call_timeout_s .*--call-timeout"):
+        parse(["--call-timeout-s", "-2"])
+    with pytest.raises(SystemExit):
+        parse(["--memory-mb", "lots"])
+    assert "--memory-mb: invalid int value" in capsys.readouterr().err
 
 
 def test_json_round_trip_and_errors(tmp_path: Path) -> None:
@@ -105,6 +264,51 @@ def test_cli_flags_override_the_preset() -> None:
     assert cfg.bf16 is False and cfg.tester_lr is None
     assert cfg.n_codes == PRESETS["tiny"]["n_codes"]  # untouched preset value
     assert parse([]).lr == 1e-6  # no preset: the paper's defaults
+
+
+def test_cli_flags_of_the_nested_fields(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = {s for action in parser._actions for s in action.option_strings}
+    for name in OLD_FLAT_KEYS:
+        assert "--" + name.replace("_", "-") in flags, name
+    assert {"--no-quality-filter", "--no-curriculum", "--no-anonymize-code"} <= flags
+    cfg = parse(
+        [
+            "--preset",
+            "tiny",
+            "--quality-filter",
+            "--curriculum",
+            "--curriculum-start",
+            "0.2",
+            "--curriculum-window",
+            "8",
+            "--book-capacity-total",
+            "1000",
+            "--hard-only",
+            "none",
+            "--call-timeout-s",
+            "1.5",
+            "--memory-mb",
+            "512",
+            "--cpu-time-s",
+            "7",
+        ]
+    )
+    assert cfg.stability.quality_filter and cfg.stability.curriculum
+    assert cfg.stability.curriculum_schedule == CurriculumSchedule(start=0.2, window=8)
+    assert cfg.stability.book_capacity_total == 1000 and cfg.stability.hard_only is None
+    assert cfg.limits == Limits(call_timeout_s=1.5, memory_mb=512, cpu_time_s=7.0)
+    assert cfg.n_codes == PRESETS["tiny"]["n_codes"]
+    # a config file written before the nesting, then a flag: the file's other options stay
+    cfg = parse(["--config", str(BEFORE_NESTING), "--no-quality-filter", "--memory-mb", "256"])
+    assert not cfg.stability.quality_filter and cfg.stability.book_capacity_total == 1500
+    assert cfg.limits == Limits(call_timeout_s=1.5, setup_timeout_s=3.0, memory_mb=256)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert run(parser.parse_args(["--print-config", "--preset", "nano", "--quality-filter"])) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["stability"]["quality_filter"] is True and "quality_filter" not in printed
 
 
 def test_cli_config_file_then_flags(tmp_path: Path) -> None:

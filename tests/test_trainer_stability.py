@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+from agents.evaluation.evaluate import EvalSettings, load_policy
 from agents.training.config import TrainConfig, from_preset
 from agents.training.metrics import read_metrics
 from agents.training.rollout import Sample, micro_batches
@@ -77,3 +80,40 @@ def test_short_run_with_every_stability_option(tmp_path: Path) -> None:
     ):
         assert key in rows[-1], key
     assert rows[-1]["mistake_book/size"] <= 50
+
+
+BEFORE_NESTING = Path(__file__).parent / "data" / "config_before_nesting.json"
+
+
+def _as_before_nesting(data: dict[str, Any]) -> dict[str, Any]:
+    """A nested ``config.json`` in the flat layout that runs wrote before the nesting."""
+    flat = {k: v for k, v in data.items() if k not in ("stability", "limits")}
+    stability = dict(data["stability"])
+    flat |= {f"curriculum_{k}": v for k, v in stability.pop("curriculum_schedule").items()}
+    flat |= stability
+    flat |= {k: data["limits"][k] for k in ("call_timeout_s", "setup_timeout_s", "memory_mb")}
+    assert set(flat) == set(json.loads(BEFORE_NESTING.read_text()))  # the old file's keys
+    return flat
+
+
+def test_a_run_saved_before_the_nesting_resumes_and_loads_as_a_policy(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    options: dict[str, Any] = {"quality_filter": True, "always_pass_after": 2, "memory_mb": 512}
+    first = from_preset("nano", steps=1, output_dir=str(run_dir), **options)
+    Trainer(first, log=lambda _m: None).train()
+    saved = run_dir / "config.json"
+    old = _as_before_nesting(json.loads(saved.read_text()))
+    saved.write_text(json.dumps(old, indent=2, sort_keys=True))
+    # evaluation's checkpoint: spec reads the old file
+    policy = load_policy(f"checkpoint:{run_dir}", None, EvalSettings())  # type: ignore[arg-type]
+    assert policy.coder is not None and policy.tester is not None
+    # resume with a bare command line: the saved (old, flat) config wins, rewritten nested
+    logs: list[str] = []
+    trainer = Trainer(from_preset("nano", steps=2, output_dir=str(run_dir)), log=logs.append)
+    assert trainer.config == TrainConfig.from_dict({**old, "steps": 2})
+    assert trainer.config.stability.quality_filter and trainer.config.limits.memory_mb == 512
+    assert any("stability.quality_filter" in line for line in logs), logs
+    result = trainer.train()
+    assert trainer.resumed_from == 1 and result.steps == 2
+    rewritten = json.loads(saved.read_text())
+    assert rewritten["stability"]["always_pass_after"] == 2 and "quality_filter" not in rewritten
