@@ -64,6 +64,8 @@ env.close()
 
 if args.train:
     # The same options in the trainer (CPU preset, a few RL steps; see `codea1 train --help`).
+    # From Python: from_preset("tiny", stability=options, limits=limits); in the run's
+    # config.json they are the "stability" and "limits" objects.
     from agents.commands.cli import main as codea1
 
     codea1(
