@@ -181,16 +181,15 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
             raise ResetNeeded("CodeTestDuelEnv: call reset() before step()")
         if duel.finished:
             raise ResetNeeded("CodeTestDuelEnv: the episode is over; call reset()")
-        if duel.role is Role.CODER:
-            self.host.play_code(duel, action, self.max_action_chars)
-            if not self.host.golden:
-                return observe(duel), 0.0, False, False, self._info()
-            duel.play_tests("", self.max_action_chars)
-            outcome = self.host.score([duel])[0]
-            return observe(duel), outcome.rewards["coder"], True, False, self._info()
-        duel.play_tests(action, self.max_action_chars)
+        mover = "coder" if duel.role is Role.CODER else "tester"
+        if mover == "coder":
+            self.host.play_code(duel, action, self.max_action_chars)  # a fixed tester answers
+        else:
+            duel.play_tests(action, self.max_action_chars)
+        if not duel.finished:
+            return observe(duel), 0.0, False, False, self._info()
         outcome = self.host.score([duel])[0]
-        return observe(duel), outcome.rewards["tester"], True, False, self._info()
+        return observe(duel), outcome.rewards[mover], True, False, self._info()
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the duel as text."""

@@ -130,9 +130,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
             raise RuntimeError("CodeTestDuelAEC: call reset() before step()")
         self._cumulative_rewards[agent] = 0.0
         if agent == "coder":
-            self.host.play_code(self._duel, action, self.max_action_chars)
-            if self.host.golden:
-                self._duel.play_tests("", self.max_action_chars)
+            self.host.play_code(self._duel, action, self.max_action_chars)  # a fixed tester answers
         else:
             self._duel.play_tests(action, self.max_action_chars)
         if self._duel.finished:

@@ -133,8 +133,9 @@ class CoderEnv(_OneStepEnv):
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
         """Score the coder's answer against the fixed tests; the episode ends."""
         duel = self._require_live()
-        self.host.play_code(duel, action, self.max_action_chars)
-        duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
+        self.host.play_code(duel, action, self.max_action_chars)  # "gt": the host's fixed tester
+        if not duel.finished:  # "gt+mistake_book": the GT tests as the opponent's suite
+            duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
         outcome = self.host.score([duel])[0]
         outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
         return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)

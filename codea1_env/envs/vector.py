@@ -131,21 +131,20 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         if all(d.finished for d in self._duels):  # autoreset (NEXT_STEP)
             obs, info = self.reset()
             return obs, rewards, terminated, np.zeros(self.num_envs, dtype=bool), info
-        golden = self.host.golden
-        to_score: list[int] = []
+        to_score: list[tuple[int, str]] = []  # (sub-env, the role whose move ended it)
         for i, (duel, action) in enumerate(zip(self._duels, actions)):
             if duel.role is Role.CODER:
-                self.host.play_code(duel, action, self.max_action_chars)
-                if golden:
-                    duel.play_tests("", self.max_action_chars)
-                    to_score.append(i)
+                mover = "coder"
+                self.host.play_code(duel, action, self.max_action_chars)  # a fixed tester answers
             else:
+                mover = "tester"
                 duel.play_tests(action, self.max_action_chars)
-                to_score.append(i)
+            if duel.finished:
+                to_score.append((i, mover))
         if to_score:
-            outcomes = self.host.score([self._duels[i] for i in to_score])
-            for i, outcome in zip(to_score, outcomes):
-                rewards[i] = outcome.rewards["coder" if golden else "tester"]
+            outcomes = self.host.score([self._duels[i] for i, _ in to_score])
+            for (i, mover), outcome in zip(to_score, outcomes):
+                rewards[i] = outcome.rewards[mover]
                 terminated[i] = True
         truncated = np.zeros(self.num_envs, dtype=bool)
         return self._observations(), rewards, terminated, truncated, self._infos()

@@ -179,13 +179,31 @@ class DuelHost:
         """True in the "Golden Tests" mode (no tester)."""
         return self.referee.reward_config.mode == "golden"
 
+    @property
+    def fixed_tester(self) -> str | None:
+        """The fixed opponent's suite, or None when a tester plays.
+
+        In the "Golden Tests" mode the tester is a fixed opponent that writes no tests (the
+        coder is scored on the GT tests alone): :meth:`play_code` plays its move, so the duel is
+        finished after the coder's and no view needs a branch of its own.
+        """
+        return "" if self.golden else None
+
     def new_duel(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Duel:
         """A fresh duel on the next problem."""
         return Duel(self.picker.pick(rng, options))
 
     def play_code(self, duel: Duel, action: Any, max_chars: int) -> None:
-        """The coder's move, with the anonymization option applied to the tester's view."""
+        """The coder's move, then the fixed opponent's when there is one.
+
+        The move is anonymized for the tester's view when the stability options ask; with a
+        fixed opponent (:attr:`fixed_tester`) the duel is finished after it: check
+        ``duel.finished``.
+        """
         duel.play_code(action, max_chars, anonymize_code=self.stability.anonymize_code)
+        suite = self.fixed_tester
+        if suite is not None:
+            duel.play_tests(suite, max_chars)
 
     def score(self, duels: list[Duel]) -> list[DuelOutcome]:
         """Score finished duels in one sandbox call and feed the curriculum."""
