@@ -22,28 +22,35 @@ nested layout (:func:`nested_fields` lists them). ``config.json`` itself is nest
     {"limits": {"call_timeout_s": 2.0, ...}, "lr": 1e-06, ...,
      "stability": {"curriculum": false, "curriculum_schedule": {"start": 0.3, ...}, ...}}
 
-One module (over 600 lines) on purpose: most of it is :class:`TrainConfig` itself, whose every
-field carries its docstring; what follows it (presets, JSON, CLI flags) only reads those fields
-and their docstrings, so it stays next to them.
+The fields' introspection and the sections' flat names, merging and validation live in
+:mod:`agents.training.config_sections`, the generated flags in :mod:`agents.training.config_flags`;
+this module re-exports their public names.
 """
 
 from __future__ import annotations
 
-import argparse
-import ast
 import dataclasses
-import functools
-import inspect
 import json
 import os
 import tempfile
-import textwrap
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, TypeVar
+from typing import Any, Literal
 
+from agents.training.config_flags import add_config_arguments, config_from_args
+from agents.training.config_sections import (
+    NestedField,
+    build_section,
+    check_type,
+    dotted_keys,
+    field_docs,
+    literal_choices,
+    merge_config_dicts,
+    nest_flat_keys,
+    nested_fields,
+)
 from agents.training.presets import PRESETS
 from codea1_env.sandbox.base import Limits
 from codea1_env.stability import StabilityOptions
@@ -331,8 +338,8 @@ class TrainConfig:
             ValueError: an unknown field of a section, or a bad value (named).
 
         """
-        self.limits = _build_section(Limits, self.limits, "limits")
-        self.stability = _build_section(StabilityOptions, self.stability, "stability")
+        self.limits = build_section(Limits, self.limits, "limits")
+        self.stability = build_section(StabilityOptions, self.stability, "stability")
         self.lora_target_modules = tuple(self.lora_target_modules)
         self.adam_betas = (float(self.adam_betas[0]), float(self.adam_betas[1]))
         if self.sft_suite_size is not None:
@@ -353,7 +360,7 @@ class TrainConfig:
 
         """
         for leaf in nested_fields().values():
-            _check_type(leaf, self.value(leaf.path))
+            check_type(leaf, self.value(leaf.path))
         checks: list[tuple[str, bool, str]] = [
             (name, getattr(self, name) in choices, f"one of {choices}")
             for name, choices in literal_choices().items()
@@ -533,7 +540,7 @@ class TrainConfig:
 
         A nested field is named by its dotted path (``"stability.quality_filter"``).
         """
-        mine, theirs = _dotted(self.to_dict()), _dotted(other.to_dict())
+        mine, theirs = dotted_keys(self.to_dict()), dotted_keys(other.to_dict())
         return {k: (mine[k], theirs[k]) for k in mine if mine[k] != theirs[k]}
 
 
@@ -559,359 +566,3 @@ def from_preset(name: str, **overrides: Any) -> TrainConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
     return TrainConfig.from_dict(merge_config_dicts(PRESETS[name], overrides))
-
-
-# ------------------------------------------------------------------------------------------------
-# the nested sections and the flat names of their fields
-
-_Section = TypeVar("_Section")
-
-_FLAT_PREFIXES: dict[tuple[str, ...], str] = {("stability", "curriculum_schedule"): "curriculum_"}
-"""Flat-name prefix of the fields of a dataclass nested inside a section (``curriculum_start``);
-a section's own fields keep their names, any other nested dataclass gets ``{its name}_``."""
-
-
-class NestedField(NamedTuple):
-    """One field of a nested section, under the flat name that its flag and old configs use."""
-
-    flat: str
-    """The flat name: the flag (``--curriculum-start``), the key of a pre-nesting config."""
-    path: tuple[str, ...]
-    """Where it lives: ``("stability", "curriculum_schedule", "start")``."""
-    owner: type
-    """The dataclass that defines it (``CurriculumSchedule``)."""
-    hint: Any
-    """Its annotation, resolved (``float``, ``int | None``)."""
-    doc: str
-    """The docstring written under it in ``owner``."""
-
-    @property
-    def dotted(self) -> str:
-        """The path as written in messages and :meth:`TrainConfig.diff`: ``stability.hard_only``."""
-        return ".".join(self.path)
-
-    @property
-    def flag(self) -> str:
-        """Its ``codea1 train`` flag: ``--curriculum-start``."""
-        return "--" + self.flat.replace("_", "-")
-
-
-@functools.cache
-def _sections() -> dict[str, type]:
-    """The :class:`TrainConfig` fields that are dataclasses: ``{"limits": Limits, ...}``."""
-    hints = typing.get_type_hints(TrainConfig)
-    return {
-        f.name: hints[f.name]
-        for f in dataclasses.fields(TrainConfig)
-        if isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name])
-    }
-
-
-@functools.cache
-def nested_fields() -> dict[str, NestedField]:
-    """Every field of :class:`TrainConfig`'s sections, by flat name, in field order.
-
-    Raises:
-        RuntimeError: two fields would share a flat name (or one a top-level field's name).
-
-    """
-    found: dict[str, NestedField] = {}
-
-    def walk(cls: type, path: tuple[str, ...], prefix: str) -> None:
-        hints, docs = typing.get_type_hints(cls), field_docs(cls)
-        for f in dataclasses.fields(cls):
-            hint, where = hints[f.name], (*path, f.name)
-            if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-                walk(hint, where, _FLAT_PREFIXES.get(where, f"{prefix}{f.name}_"))
-                continue
-            flat = prefix + f.name
-            if flat in found:
-                raise RuntimeError(f"{'.'.join(where)} and {found[flat].dotted} share {flat!r}")
-            found[flat] = NestedField(flat, where, cls, hint, docs.get(f.name, ""))
-
-    for name, cls in _sections().items():
-        walk(cls, (name,), "")
-    clash = sorted(set(found) & {f.name for f in dataclasses.fields(TrainConfig)})
-    if clash:
-        raise RuntimeError(f"nested fields named like top-level fields: {clash}")
-    return found
-
-
-def _plain(value: Any) -> Any:
-    """A section's value as nested plain dicts (a dataclass or a mapping; anything else as is)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` with every flat key of a nested field moved into its section, as a new dict.
-
-    The one mapping from the flat names (the flags, preset overrides, the top-level keys of a
-    ``config.json`` written before the nesting) to the nested layout. Sections given as
-    objects become dicts of their fields; a flat key wins over the same field given in a
-    section of the same ``data``. Other keys are copied as they are (unknown ones included:
-    :meth:`TrainConfig.from_dict` names them).
-
-    Raises:
-        ValueError: a flat key whose section is given as something other than an object.
-
-    """
-    flat = nested_fields()
-    sections = _sections()
-    out = {k: _plain(v) if k in sections else v for k, v in data.items() if k not in flat}
-    for key, value in data.items():
-        if key not in flat:
-            continue
-        *parents, leaf = flat[key].path
-        node = out
-        for depth, part in enumerate(parents, 1):
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                where = ".".join(parents[:depth])
-                raise ValueError(
-                    f"TrainConfig.{where} = {child!r} is invalid: expected an object of its fields"
-                )
-            node = child
-        node[leaf] = value
-    return out
-
-
-def merge_config_dicts(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge config values given in layers, a later layer winning field by field.
-
-    Each layer may use flat or nested keys (it goes through :func:`nest_flat_keys`); sections
-    merge field by field too, so ``quality_filter=True`` over a preset keeps its other options.
-    """
-
-    def update(into: dict[str, Any], layer: Mapping[str, Any]) -> None:
-        for key, value in layer.items():
-            if isinstance(value, dict) and isinstance(into.get(key), dict):
-                update(into[key], value)
-            else:
-                into[key] = value
-
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        update(merged, nest_flat_keys(layer))
-    return merged
-
-
-def _build_section(cls: type[_Section], value: Any, path: str) -> _Section:
-    """``value`` as a ``cls``: an instance as is, a dict of its fields (nested ones as dicts).
-
-    Raises:
-        ValueError: not an object, an unknown field, a value of the wrong type or out of range
-            (the message names ``TrainConfig.<path>.<field>``).
-
-    """
-    if isinstance(value, cls):
-        return value
-    if not isinstance(value, Mapping):
-        raise ValueError(
-            f"TrainConfig.{path} = {value!r} is invalid: expected an object of "
-            f"{cls.__name__}'s fields"
-        )
-    hints = typing.get_type_hints(cls)
-    unknown = sorted(set(value) - {f.name for f in dataclasses.fields(cls)})  # type: ignore[arg-type]
-    if unknown:
-        names = ", ".join(f"{path}.{n}" for n in unknown)
-        raise ValueError(f"unknown TrainConfig field(s): {names}")
-    leaves = {leaf.path: leaf for leaf in nested_fields().values()}
-    values: dict[str, Any] = {}
-    for name, item in value.items():
-        hint = hints[name]
-        where = f"{path}.{name}"
-        if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-            values[name] = _build_section(hint, item, where)
-        else:
-            _check_type(leaves[tuple(where.split("."))], item)
-            values[name] = item
-    try:
-        return cls(**values)
-    except ValueError as exc:
-        raise ValueError(f"TrainConfig.{path}: {exc}") from exc
-
-
-def _type_ok(value: Any, hint: Any) -> bool:
-    """Whether ``value`` fits the annotation ``hint`` (an int fits ``float``, a bool no number)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is Literal:
-        return value in args
-    if type(None) in args:
-        return value is None or _type_ok(value, _optional_base(args))
-    if origin is tuple:
-        return isinstance(value, (tuple, list))
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint) if isinstance(hint, type) else True
-
-
-def _describe(hint: Any) -> str:
-    """``hint`` for a message: ``float``, ``int or null``, ``one of ('a', 'b')``."""
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is Literal:
-        return f"one of {args}"
-    if type(None) in args:
-        return f"{_describe(_optional_base(args))} or null"
-    return getattr(hint, "__name__", str(hint))
-
-
-def _check_type(leaf: NestedField, value: Any) -> None:
-    """Reject a nested field's value that does not fit its annotation.
-
-    Raises:
-        ValueError: ``TrainConfig.<path> = <value> is invalid: expected <type>`` (and the flag).
-
-    """
-    if not _type_ok(value, leaf.hint):
-        raise ValueError(
-            f"TrainConfig.{leaf.dotted} = {value!r} is invalid: expected {_describe(leaf.hint)} "
-            f"(flag {leaf.flag})"
-        )
-
-
-def _dotted(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested dict flattened to dotted keys (``{"limits.memory_mb": 1024, ...}``)."""
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            out.update(_dotted(value, f"{prefix}{key}."))
-        else:
-            out[prefix + key] = value
-    return out
-
-
-# ------------------------------------------------------------------------------------------------
-# CLI flags generated from the fields
-
-
-def field_docs(cls: type = TrainConfig) -> dict[str, str]:
-    """Read the docstring written under each field of a dataclass (CleanRL style)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
-    docs: dict[str, str] = {}
-    for node, nxt in zip(body, body[1:], strict=False):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(nxt, ast.Expr)
-            and isinstance(nxt.value, ast.Constant)
-            and isinstance(nxt.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(nxt.value.value.split())
-    return docs
-
-
-@functools.cache
-def literal_choices() -> dict[str, tuple[Any, ...]]:
-    """The allowed values of every ``Literal``-typed :class:`TrainConfig` field, in field order.
-
-    Read from the annotations (``typing.get_args``), so validation, the CLI's ``choices`` and
-    the documentation cannot drift apart.
-    """
-    hints = typing.get_type_hints(TrainConfig)
-    return {
-        f.name: typing.get_args(hints[f.name])
-        for f in dataclasses.fields(TrainConfig)
-        if typing.get_origin(hints[f.name]) is Literal
-    }
-
-
-def _none_or(kind: type) -> Any:
-    def convert(text: str) -> Any:
-        return None if text.lower() in ("none", "null") else kind(text)
-
-    convert.__name__ = kind.__name__
-    return convert
-
-
-def _flag_fields() -> list[tuple[str, Any, str]]:
-    """``(flat name, annotation, help)`` of every flag, in field order.
-
-    A section's fields come in its place, their help saying where they live in ``config.json``.
-    """
-    hints = typing.get_type_hints(TrainConfig)
-    docs = field_docs()
-    sections = _sections()
-    out: list[tuple[str, Any, str]] = []
-    for f in dataclasses.fields(TrainConfig):
-        if f.name not in sections:
-            out.append((f.name, hints[f.name], docs.get(f.name, "")))
-            continue
-        out += [
-            (leaf.flat, leaf.hint, f"{leaf.doc} [config.json: {leaf.dotted}]")
-            for leaf in nested_fields().values()
-            if leaf.path[0] == f.name
-        ]
-    return out
-
-
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one ``--flag`` per :class:`TrainConfig` field (underscores become dashes).
-
-    A nested section's fields get flat flags (``--quality-filter``, ``--call-timeout-s``,
-    ``--curriculum-start``; :func:`nested_fields`), with the help of their own docstrings.
-    Every flag defaults to ``argparse.SUPPRESS`` so :func:`config_from_args` can tell which
-    fields the user set; booleans get ``--x/--no-x``; tuples take several values.
-    """
-    group = parser.add_argument_group("training config (defaults: the preset, else the paper's)")
-    for name, hint, help_text in _flag_fields():
-        flag = "--" + name.replace("_", "-")
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text, "dest": name}
-        origin = typing.get_origin(hint)
-        args = typing.get_args(hint)
-        if hint is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif origin is Literal:
-            kwargs["choices"] = list(args)
-        elif origin is tuple:
-            kwargs["nargs"] = "+" if args[-1] is Ellipsis else len(args)
-            kwargs["type"] = args[0]
-            kwargs["metavar"] = args[0].__name__.upper()
-        elif type(None) in args and typing.get_origin(_optional_base(args)) is tuple:
-            items = typing.get_args(_optional_base(args))  # an optional fixed-length tuple
-            kwargs["nargs"] = len(items)
-            kwargs["type"] = items[0]
-            kwargs["metavar"] = items[0].__name__.upper()
-        elif type(None) in args:
-            base = _optional_base(args)
-            kwargs["type"] = _none_or(base)
-            kwargs["metavar"] = base.__name__.upper()
-        else:
-            kwargs["type"] = hint
-        group.add_argument(flag, **kwargs)
-
-
-def _optional_base(args: tuple[Any, ...]) -> Any:
-    """The non-``None`` member of an ``X | None`` annotation's arguments."""
-    return next(a for a in args if a is not type(None))
-
-
-def config_from_args(
-    args: argparse.Namespace,
-    preset: str | None = None,
-    *,
-    base: Mapping[str, Any] | None = None,
-) -> TrainConfig:
-    """Build the config: ``base`` or the preset (or the paper defaults), then the flags given.
-
-    ``base`` is a saved config's dict (``--config FILE``), flat or nested.
-
-    Raises:
-        ValueError: unknown preset or a bad value (named).
-
-    """
-    if preset and preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
-    start = base if base is not None else PRESETS[preset] if preset else {}
-    given: dict[str, Any] = {}
-    for name, _hint, _help in _flag_fields():
-        if hasattr(args, name):
-            value = getattr(args, name)
-            given[name] = tuple(value) if isinstance(value, list) else value
-    return TrainConfig.from_dict(merge_config_dicts(start, given))
