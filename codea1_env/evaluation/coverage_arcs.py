@@ -246,31 +246,26 @@ class ArcFinder:
         return {last}
 
     def _for(self, node: ast.For | ast.AsyncFor) -> set[int]:
-        header = self.line(node.iter)
-        loop = _Loop(header)
-        self.blocks.append(loop)
-        for start in self.body(node.body, {header}):
-            self.add(start, header)
-        self.blocks.pop()
-        exits = set(loop.break_starts)
-        if node.orelse:
-            exits |= self.body(node.orelse, {header})
-        else:
-            exits.add(header)
-        return exits
+        return self._loop(self.line(node.iter), node.body, node.orelse, falls_out=True)
 
     def _while(self, node: ast.While) -> set[int]:
         header = self.line(node.test)
-        constant = _constant_truth(node.test) is not None
+        falls_out = _constant_truth(node.test) is None  # ``while True`` leaves only by break
+        return self._loop(header, node.body, node.orelse, falls_out=falls_out)
+
+    def _loop(
+        self, header: int, body: list[ast.stmt], orelse: list[ast.stmt], *, falls_out: bool
+    ) -> set[int]:
+        """A loop's arcs: its body back to the header; its exits (breaks, else, the header)."""
         loop = _Loop(header)
         self.blocks.append(loop)
-        for start in self.body(node.body, {header}):
+        for start in self.body(body, {header}):
             self.add(start, header)
         self.blocks.pop()
         exits = set(loop.break_starts)
-        if node.orelse:
-            exits |= self.body(node.orelse, {header})
-        elif not constant:
+        if orelse:
+            exits |= self.body(orelse, {header})
+        elif falls_out:
             exits.add(header)
         return exits
 
