@@ -32,7 +32,7 @@ from typing import Any
 
 from agents.integrations.options import MODES, OPPONENTS
 from codea1_env.envs.duel_env import duel_info
-from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, judge_grid, pair_outcome
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, fixed_tester, judge_grid, pair_outcome
 from codea1_env.game.spaces import observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict, problem_to_dict
@@ -411,8 +411,9 @@ class RewardCore:
             duel = Duel(row.problem)
             duel.play_code(row.answer, limit)
             slot = _Slot([[duel]])
-            if self.golden:
-                duel.play_tests("", limit)
+            fixed = fixed_tester(self.referee.reward_config.mode)
+            if fixed is not None:  # the golden mode's fixed opponent, as the env's host plays it
+                duel.play_tests(fixed, limit)
             elif self.tester is None:
                 duel.play_tests(gt_suite(row.problem), limit)
             else:

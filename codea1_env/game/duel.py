@@ -29,6 +29,7 @@ __all__ = [
     "Role",
     "answer_for",
     "check_move",
+    "fixed_tester",
     "pair_outcome",
     "judge_grid",
     "score_duels",
@@ -48,6 +49,16 @@ class Role(enum.IntEnum):
     def label(self) -> str:
         """``"coder"`` or ``"tester"``."""
         return self.name.lower()
+
+
+def fixed_tester(mode: str) -> str | None:
+    """The suite of the fixed opponent of reward ``mode``, or None when a tester plays.
+
+    In the "Golden Tests" mode the tester is a fixed opponent that writes no tests (the coder is
+    scored on the GT tests alone); whoever hosts a duel plays this suite right after the coder's
+    move, so nothing downstream branches on the mode.
+    """
+    return "" if mode == "golden" else None
 
 
 def check_move(action: Any, max_chars: int = MAX_ACTION_CHARS) -> tuple[str, str]:

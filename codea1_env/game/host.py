@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.game.duel import Duel, DuelOutcome, score_duels
+from codea1_env.game.duel import Duel, DuelOutcome, fixed_tester, score_duels
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, SqliteMistakeBook
 from codea1_env.problems import Problem, ProblemSource, load_source, problem_from_dict
 from codea1_env.problems.curriculum import Curriculum, hard_only
@@ -181,13 +181,12 @@ class DuelHost:
 
     @property
     def fixed_tester(self) -> str | None:
-        """The fixed opponent's suite, or None when a tester plays.
+        """The fixed opponent's suite, or None when a tester plays (:func:`.duel.fixed_tester`).
 
-        In the "Golden Tests" mode the tester is a fixed opponent that writes no tests (the
-        coder is scored on the GT tests alone): :meth:`play_code` plays its move, so the duel is
-        finished after the coder's and no view needs a branch of its own.
+        :meth:`play_code` plays it, so the duel is finished after the coder's move and no view
+        needs a branch of its own.
         """
-        return "" if self.golden else None
+        return fixed_tester(self.referee.reward_config.mode)
 
     def new_duel(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Duel:
         """A fresh duel on the next problem."""
