@@ -319,6 +319,15 @@ def test_cli_config_file_then_flags(tmp_path: Path) -> None:
         parse(["--config", str(tmp_path / "c.json"), "--preset", "tiny"])
 
 
+def test_cli_help_renders_every_field_docstring() -> None:
+    """argparse expands ``%`` in help text: a docstring with a percent sign must still render."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    text = parser.format_help()
+    assert "--sft-lr-schedule {constant,cosine,linear}" in text
+    assert "5% of the steps" in " ".join(text.split())
+
+
 def test_cli_rejects_bad_choice(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse(["--mode", "solo"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -87,6 +88,71 @@ def test_player_update_moves_logprobs_in_the_advantage_direction() -> None:
     ref_params = dict(player.reference.named_parameters())
     changed = [n for n, p in player.model.named_parameters() if not torch.equal(p, ref_params[n])]
     assert changed
+
+
+def test_sequence_logprobs_trimmed_head_equals_the_full_forward() -> None:
+    """The LM head on the scored positions only gives the full forward's values and gradients."""
+    from agents.training import rollout
+    from agents.training.grpo import token_logprobs
+
+    cfg = from_preset("nano")
+    player = build_player(
+        "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
+    )
+    assert rollout._takes_logits_to_keep(player.model)
+    # prompts of 7 and 4 tokens: the trimmed head starts at column 3 (the shorter prompt's end)
+    batch = pack(
+        [Sample(list(range(10, 17)), [20, 21, 22], 1.0), Sample([10, 11, 12, 13], [30, 31], 1.0)],
+        player.pad_id,
+    )
+    trimmed = rollout.sequence_logprobs(player.model, batch)
+    (trimmed * batch.loss_mask).sum().backward()
+    grads = {n: p.grad.clone() for n, p in player.model.named_parameters() if p.grad is not None}
+    player.model.zero_grad(set_to_none=True)
+    logits = player.model(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
+    full = token_logprobs(logits[:, :-1], batch.input_ids[:, 1:], batch.loss_mask)
+    (full * batch.loss_mask).sum().backward()
+    assert trimmed.shape == full.shape == batch.loss_mask.shape
+    assert torch.allclose(trimmed, full, atol=1e-5)
+    assert (trimmed[:, :3] == 0).all() and (trimmed[0, 6:9] != 0).all()
+    for name, param in player.model.named_parameters():
+        if param.grad is not None:
+            assert torch.allclose(grads[name], param.grad, atol=1e-5), name
+
+
+def test_supervised_warm_start_follows_its_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.training.sft import SupervisedExample, supervised_warm_start
+
+    cfg = from_preset("nano")
+    seen: list[float] = []
+    original = torch.optim.AdamW.step
+
+    def step(self: torch.optim.AdamW, *args: Any, **kwargs: Any) -> Any:
+        seen.append(float(self.param_groups[0]["lr"]))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", step)
+    lrs: dict[str, list[float]] = {}
+    for schedule in ("constant", "cosine"):
+        player = build_player(
+            "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
+        )
+        seen.clear()
+        supervised_warm_start(
+            player,
+            lambda _rng: SupervisedExample((10, 11, 12), (20, 21)),
+            steps=40,
+            batch_size=2,
+            lr=1e-3,
+            seed=0,
+            schedule=schedule,
+        )
+        lrs[schedule] = list(seen)
+    # 2 warm-up steps (5% of 40), then constant or cosine down to ~0 at the last step
+    assert lrs["constant"][:2] == pytest.approx([5e-4, 1e-3]) and lrs["constant"][-1] == 1e-3
+    assert lrs["cosine"][:3] == pytest.approx([5e-4, 1e-3, 1e-3])
+    decay = lrs["cosine"][1:]
+    assert decay[-1] < 1e-5 and all(a >= b for a, b in zip(decay, decay[1:], strict=False))
 
 
 @pytest.mark.parametrize("mode", ["code-a1", "golden", "self-play"])

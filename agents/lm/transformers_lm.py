@@ -22,7 +22,7 @@ from agents.lm.interfaces import FinishReason, Generation, SamplingParams
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TransformersLM", "sample_next"]
+__all__ = ["TransformersLM", "accepts_logits_to_keep", "sample_next"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,21 @@ def sample_next(
             th.isfinite(logp_all.gather(-1, ids[:, None]).squeeze(-1)), ids, logp_all.argmax(dim=-1)
         )
     return ids, logp_all.gather(-1, ids[:, None]).squeeze(-1)
+
+
+def accepts_logits_to_keep(model: Any) -> bool:
+    """Whether ``model.forward`` takes ``logits_to_keep`` (the LM head on the last positions only).
+
+    Wrapped models (PEFT) hide the signature, so the base model's ``forward`` is inspected.
+    """
+    base = model
+    get_base = getattr(base, "get_base_model", None)
+    if callable(get_base):
+        base = get_base()
+    try:
+        return "logits_to_keep" in inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class TransformersLM:
@@ -378,12 +393,4 @@ class TransformersLM:
 
         names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
         cache_kwarg = "cache" if "cache" in names else "past_key_values"
-        base = self.model
-        get_base = getattr(base, "get_base_model", None)
-        if callable(get_base):
-            base = get_base()
-        try:
-            keeps = "logits_to_keep" in inspect.signature(base.forward).parameters
-        except (TypeError, ValueError):
-            keeps = False
-        return cache_kwarg, keeps
+        return cache_kwarg, accepts_logits_to_keep(self.model)

@@ -249,7 +249,10 @@ class TrainConfig:
     sft_batch_size: int = 16
     """Sequences per supervised step."""
     sft_lr: float = 1e-3
-    """Supervised learning rate (constant after a short warm-up)."""
+    """Supervised learning rate (peak, after a linear warm-up over 5% of the steps)."""
+    sft_lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
+    """The supervised learning rate after its warm-up: constant, or decayed to zero over the
+    warm start (cosine or linear; each role's run has its own schedule)."""
     sft_suite_size: tuple[int, int] | None = None
     """Tests in one warm-start suite of the tester, drawn uniformly from this inclusive range
     per example (that many of the problem's GT asserts, a random subset in their order);

@@ -73,6 +73,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("training config (defaults: the preset, else the paper's)")
     for name, hint, help_text in _flag_fields():
         flag = "--" + name.replace("_", "-")
+        help_text = help_text.replace("%", "%%")  # argparse expands %(default)s-style fields
         kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "help": help_text, "dest": name}
         origin = typing.get_origin(hint)
         args = typing.get_args(hint)

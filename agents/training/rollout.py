@@ -20,6 +20,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("agents.training.rollout needs PyTorch: pip install 'codea1[train]'") from exc
 
+from agents.lm.transformers_lm import accepts_logits_to_keep
 from agents.training.grpo import token_logprobs
 
 __all__ = ["Batch", "Sample", "autocast", "micro_batches", "pack", "sequence_logprobs"]
@@ -155,15 +156,39 @@ def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextM
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
+def _takes_logits_to_keep(model: Any) -> bool:
+    """:func:`~agents.lm.transformers_lm.accepts_logits_to_keep`, cached per model class."""
+    kind = type(model)
+    known = _LOGITS_TO_KEEP.get(kind)
+    if known is None:
+        known = _LOGITS_TO_KEEP[kind] = accepts_logits_to_keep(model)
+    return known
+
+
+_LOGITS_TO_KEEP: dict[type, bool] = {}
+
+
 def sequence_logprobs(
     model: Any, batch: Batch, *, temperature: float = 1.0, bf16: bool = False
 ) -> Tensor:
     """Log-probabilities ``(B, L - 1)`` of each next token (zero outside ``loss_mask``).
 
-    Runs with gradients when the caller has them enabled.
+    The LM head and the softmax run only from the first position any row's mask needs (the
+    shortest prompt's last token) when the model takes ``logits_to_keep``: prompt positions
+    before it are never scored, and on the tiny preset's prompts the head over the whole
+    vocabulary is a large part of a step. Runs with gradients when the caller has them enabled.
     """
     device = batch.input_ids.device
+    length = batch.input_ids.shape[1]
+    needed = torch.nonzero(batch.loss_mask.any(dim=0)).flatten()
+    start = int(needed[0]) if needed.numel() and _takes_logits_to_keep(model) else 0
+    kwargs: dict[str, Any] = {"logits_to_keep": length - start} if start > 0 else {}
     with autocast(device, bf16):
-        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask)
-    logits = out.logits[:, :-1, :]
-    return token_logprobs(logits, batch.input_ids[:, 1:], batch.loss_mask, temperature)
+        out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **kwargs)
+    logits = out.logits[:, -(length - start) :, :][:, :-1, :]
+    logp = token_logprobs(
+        logits, batch.input_ids[:, start + 1 :], batch.loss_mask[:, start:], temperature
+    )
+    if start == 0:
+        return logp
+    return torch.cat([logp.new_zeros((logp.shape[0], start)), logp], dim=1)

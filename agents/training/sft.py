@@ -21,7 +21,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("agents.training.sft needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.training.player import Player
+from agents.training.player import Player, lr_lambda
 from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def supervised_warm_start(
     batch_size: int,
     lr: float,
     seed: int,
+    schedule: str = "constant",
     on_step: Callable[[int, float], None] | None = None,
 ) -> list[float]:
     """Fine-tune ``player.model`` on freshly drawn examples for ``steps`` steps.
@@ -63,7 +64,9 @@ def supervised_warm_start(
             the fly, so every step sees new ones).
         steps: Optimizer steps.
         batch_size: Examples per step.
-        lr: Peak learning rate (5% linear warm-up, then constant).
+        lr: Peak learning rate (reached after a linear warm-up over 5% of the steps).
+        schedule: After the warm-up: ``"constant"``, or ``"cosine"`` / ``"linear"`` decay to
+            zero at the last step (:func:`agents.training.player.lr_lambda`).
         seed: Seed of the example generator.
         on_step: Called with ``(step, loss)`` after each step (progress display).
 
@@ -78,7 +81,9 @@ def supervised_warm_start(
     params = [p for p in player.model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     warmup = max(1, steps // 20)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / warmup))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: lr_lambda(s, warmup=warmup, total=steps, schedule=schedule)
+    )
     losses: list[float] = []
     player.model.train()
     for step in range(steps):
@@ -124,7 +129,7 @@ def warm_start_players(
 
     Args:
         cfg: The run's config (``sft_steps``, ``tester_sft_steps``, ``sft_batch_size``,
-            ``sft_lr``, ``seed``).
+            ``sft_lr``, ``sft_lr_schedule``, ``seed``).
         coder: The coder (or, in ``self-play``, the shared) player.
         tester: The separate tester player, or ``None``.
         roles: The run's role policies (they render the examples).
@@ -170,6 +175,7 @@ def warm_start_players(
             steps=steps,
             batch_size=cfg.sft_batch_size,
             lr=cfg.sft_lr,
+            schedule=cfg.sft_lr_schedule,
             seed=cfg.seed * 1000 + index,
             on_step=progress,
         )
