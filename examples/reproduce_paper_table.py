@@ -737,12 +737,17 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--steps", type=int, default=None, help="RL steps (preset: 60)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help=f"RL steps (preset: {PRESET_FULL['steps']})"
+    )
     parser.add_argument(
         "--sft-steps",
         type=int,
         default=None,
-        help="warm-start steps per role (preset: 600 coder, 400 tester)",
+        help=(
+            f"warm-start steps per role (preset: {PRESET_FULL['coder']} coder, "
+            f"{PRESET_FULL['tester']} tester)"
+        ),
     )
     parser.add_argument("--eval-problems", type=int, default=48, help="held-out problems")
     parser.add_argument("--samples", type=int, default=4, help="samples per problem")
@@ -796,7 +801,8 @@ def main() -> None:
         print(
             f"estimate, 5 seeds at --jobs {args.jobs}: {guess['this_config_seconds'] / 60:.1f} min "
             f"with these settings; {guess['full_seconds'] / 60:.1f} min with the preset's "
-            f"(600+400 warm-start and 60 RL steps, 48 problems x 4 samples; per-step times of "
+            f"({PRESET_FULL['coder']}+{PRESET_FULL['tester']} warm-start and "
+            f"{PRESET_FULL['steps']} RL steps, 48 problems x 4 samples; per-step times of "
             f"this run extrapolated)"
         )
     print(f"total {wall:.0f} s; wrote {out}/table.md, results.json, comparison.png, collusion.png")
