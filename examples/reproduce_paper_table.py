@@ -560,6 +560,29 @@ def estimate(timings: Sequence[Mapping[str, Any]], seeds: int, jobs: int) -> dic
 # outputs
 
 
+def mutation_support(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> str:
+    """A sentence saying how many suites each row's mut@5 rests on.
+
+    mut@5 is averaged over the suites whose first 5 tests are all valid; with a tiny tester that
+    can be a few suites of a seed, or none (then the seed has no mut@5 and the cell says so).
+    """
+    parts = []
+    for name in ("base", "self-play", "code-a1"):
+        counts = [
+            (int(tests.get("mut@5_suites") or 0), int(tests.get("suites") or 0))
+            for rows in per_seed.values()
+            for row in rows
+            if row["name"] == name and (tests := row.get("tests"))
+        ]
+        if counts:
+            per = ", ".join(str(c) for c, _ in counts)
+            parts.append(f"{name} {per} of {counts[0][1]}")
+    return (
+        "mut@5 is the killed share of the GT's mutants over the suites whose first 5 tests are "
+        "all valid; per seed, the suites it rests on: " + "; ".join(parts) + "."
+    )
+
+
 def write_outputs(
     out: Path,
     per_seed: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -605,7 +628,7 @@ def write_outputs(
     (out / "table.md").write_text(
         f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
         f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds.\n\n"
-        f"{table}\n\n"
+        f"{table}\n\n{mutation_support(per_seed)}\n\n"
         f"## Paired differences over seeds\n\n"
         f"Per seed the row's metric minus the baseline's, then the mean over seeds with a 95% "
         f"percentile-bootstrap interval ({BOOTSTRAP_RESAMPLES:,} resamples of the seeds, "

@@ -181,6 +181,10 @@ def test_summarize_seeds_mean_and_spread() -> None:
     (row,) = summarize_seeds(runs)
     assert row["seeds"] == 2
     assert row["code"]["pass@1"] == "0.600 ± 0.141"
+    runs[0][0]["tests"] = {"mut@5": 0.6, "validity@5": 0.3}  # mut@5 undefined on seed 2
+    runs[1][0]["tests"] = {"mut@5": None, "validity@5": 0.1}
+    (row,) = summarize_seeds(runs)
+    assert row["tests"] == {"mut@5": "0.600 ± 0.000 (1 of 2 seeds)", "validity@5": "0.200 ± 0.141"}
 
 
 def test_eval_cli_writes_json_and_markdown(tmp_path: Path) -> None:

@@ -75,6 +75,16 @@ def test_paired_differences_pair_seeds_and_skip_missing_metrics(table: ModuleTyp
     assert "| code-a1 − golden | pass@1 | +0.150 [" in table.format_paired(list(pairs.values()))
 
 
+def test_mutation_support_names_the_suites_behind_mut_at_5(table: ModuleType) -> None:
+    def row(name: str, kept: int) -> dict:
+        return {"name": name, "tests": {"mut@5_suites": kept, "suites": 192}}
+
+    per_seed = {0: [row("base", 8), row("code-a1", 12)], 1: [row("base", 0), row("code-a1", 3)]}
+    text = table.mutation_support(per_seed)
+    assert "base 8, 0 of 192" in text and "code-a1 12, 3 of 192" in text
+    assert "self-play" not in text  # no rows, nothing claimed
+
+
 def test_schedule_simulation_follows_the_dependencies(table: ModuleType) -> None:
     durations = {"code-a1": 10.0, "self-play": 8.0, "golden": 5.0, "eval": 1.0}
     assert table.schedule([0], 1, durations=durations) == pytest.approx(24.0)

@@ -500,7 +500,9 @@ def summarize_seeds(rows_per_seed: Sequence[Sequence[Mapping[str, Any]]]) -> lis
 
     Returns:
         One row per name with ``code``/``tests`` metrics as ``"mean ± std"`` strings (sample
-        std over seeds; ``± 0`` with one seed) and ``seeds`` (how many rows were averaged).
+        std over seeds; ``± 0`` with one seed), followed by ``" (N of M seeds)"`` when the metric
+        is undefined on some of the row's seeds (mut@k without an all-valid suite), and
+        ``seeds`` (how many rows were averaged).
 
     """
     names: list[str] = []
@@ -529,6 +531,8 @@ def summarize_seeds(rows_per_seed: Sequence[Sequence[Mapping[str, Any]]]) -> lis
                 mean = statistics.fmean(numbers)
                 spread = statistics.stdev(numbers) if len(numbers) > 1 else 0.0
                 values[key] = f"{mean:.3f} ± {spread:.3f}"
+                if len(numbers) < len(matched):  # undefined on some seeds (e.g. mut@k)
+                    values[key] += f" ({len(numbers)} of {len(matched)} seeds)"
             merged[section] = values or None
         out.append(merged)
     return out
