@@ -9,9 +9,12 @@ supervised warm start, then GRPO on ``procedural:SEED:train:edge``):
   warm-started coder (``Trainer(init_from=.../code-a1__seedS/checkpoints/step_0)``: the same
   weights golden's own warm start would train, computed once, and a paired comparison);
 * ``self-play``: one model plays both roles, with its own interleaved one-model warm start;
-* ``base``: the Code-A1 run's warm-started models before RL (its ``step_0`` checkpoint).
+* ``base``: the Code-A1 run's warm-started models before RL (its ``step_0`` checkpoint);
+* ``self-play-base``: the self-play run's warm-started model before RL (its ``step_0``), so that
+  what self-play's RL did (``self-play - self-play-base``) is told apart from what its one-model
+  warm start did (one model trained on both roles' examples).
 
-All four rows are then evaluated with ``agents.evaluation.evaluate`` on held-out problems of
+All five rows are then evaluated with ``agents.evaluation.evaluate`` on held-out problems of
 ``procedural:0:test:edge`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
 discrimination, CURE's accuracy/p01/p00, best-of-N). ``--jobs J`` runs J runs at a time in worker
 processes (one torch thread each; golden waits for its seed's Code-A1 warm start, a seed's
@@ -20,7 +23,8 @@ evaluation for its three runs). Under ``--out`` the script writes:
 * ``table.md``: the rows (mean ± sample std over seeds, the paper's layout), then the paired
   differences over seeds with 95% percentile-bootstrap intervals (10,000 resamples of the seeds):
   Code-A1 − golden and Code-A1 − base on pass@1; Code-A1 − self-play and Code-A1 − base on
-  validity@5, mut@5 and discrimination; then the self-collusion table (first vs last 10 steps);
+  validity@5, mut@5 and discrimination; self-play − self-play-base on all four (what self-play's
+  RL did); then the self-collusion table (first vs last 10 steps);
 * ``results.json``: ``per_seed`` (every row of every seed), ``paired_differences``,
   ``self_collusion`` (per mode and seed, the per-step rates), ``timings`` and ``estimate``;
 * ``comparison.png`` (bars with std error bars), ``collusion.png`` (the monitor's trivial-test
@@ -78,7 +82,7 @@ from typing import Any
 import numpy as np
 
 MODES = ("golden", "self-play", "code-a1")
-ROWS = ("base", "golden", "self-play", "code-a1")
+ROWS = ("base", "self-play-base", "golden", "self-play", "code-a1")
 SHOWN = ("pass@1", "avg@{n}", "validity@5", "mut@5", "discrimination", "best_of_8")
 TESTER_METRICS = ("validity@5", "mut@5", "discrimination")
 PAIRS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -86,6 +90,7 @@ PAIRS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("code-a1", "base", ("pass@1",)),
     ("code-a1", "self-play", TESTER_METRICS),
     ("code-a1", "base", TESTER_METRICS),
+    ("self-play", "self-play-base", ("pass@1", *TESTER_METRICS)),
 )
 """(row, baseline, metrics): the paired differences ``row - baseline`` over seeds."""
 COLLUSION_MODES = ("self-play", "code-a1")
@@ -371,7 +376,7 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
 
 
 def evaluate_seed(seed: int, out: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Evaluate the four rows of one seed on the held-out problems.
+    """Evaluate the five rows of one seed on the held-out problems.
 
     Args:
         seed: The seed whose runs (``out/MODE__seedSEED``) are evaluated.
@@ -394,7 +399,10 @@ def evaluate_seed(seed: int, out: Path, args: argparse.Namespace) -> dict[str, A
     problems = select_problems(
         ProceduralSource(seed=0, split="test", families=[FAMILY]), args.eval_problems
     )
-    specs = [f"base=checkpoint:{runs['code-a1'] / 'checkpoints' / 'step_0'}"]
+    specs = [
+        f"base=checkpoint:{runs['code-a1'] / 'checkpoints' / 'step_0'}",
+        f"self-play-base=checkpoint:{runs['self-play'] / 'checkpoints' / 'step_0'}",
+    ]
     specs += [f"{mode}=checkpoint:{runs[mode]}" for mode in MODES]
     settings = EvalSettings(
         samples=args.samples,
@@ -567,7 +575,7 @@ def mutation_support(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> str
     can be a few suites of a seed, or none (then the seed has no mut@5 and the cell says so).
     """
     parts = []
-    for name in ("base", "self-play", "code-a1"):
+    for name in ("base", "self-play-base", "self-play", "code-a1"):
         counts = [
             (int(tests.get("mut@5_suites") or 0), int(tests.get("suites") or 0))
             for rows in per_seed.values()
@@ -703,7 +711,7 @@ def _plot(path: Path, per_seed: Mapping[int, Sequence[Mapping[str, Any]]], keys:
             ]
             means.append(statistics.fmean(values) if values else 0.0)
             errors.append(statistics.stdev(values) if len(values) > 1 else 0.0)
-        xs = [i + (r_index - 1.5) * width for i in range(len(keys))]
+        xs = [i + (r_index - (len(ROWS) - 1) / 2) * width for i in range(len(keys))]
         ax.bar(xs, means, width, yerr=errors, capsize=3, label=name)
     ax.set_xticks(range(len(keys)), keys)
     ax.set_ylim(0, 1.05)
@@ -754,6 +762,38 @@ def _plot_collusion(
 # --------------------------------------------------------------------------------------------
 
 
+def earlier_timings(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """The measured timings of an earlier invocation with the same ``--out`` (by kind and seed).
+
+    A rerun skips the runs already trained; their times, measured when they were trained, are
+    taken from the earlier ``timings.json`` (marked ``"earlier": true``) so that ``results.json``
+    and the estimate keep them. Entries that were themselves skipped are not measurements.
+
+    Args:
+        path: The earlier ``timings.json`` (absent: nothing earlier).
+
+    Returns:
+        ``{(kind, seed): timing}`` for every measured entry of the file.
+
+    Raises:
+        ValueError: The file is not a JSON list of timing objects (its path in the message).
+
+    """
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+        if not isinstance(entries, list):
+            raise TypeError("not a list")
+        return {
+            (str(t["kind"]), int(t["seed"])): {**t, "earlier": True}
+            for t in entries
+            if not t.get("skipped")
+        }
+    except (ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"{path}: not a list of timings from this script ({error})") from error
+
+
 def main() -> None:
     """Train, evaluate and write the comparison (see the module docstring)."""
     parser = argparse.ArgumentParser(
@@ -784,6 +824,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     per_seed: dict[int, list[dict]] = {}
     timings: list[dict[str, Any]] = []
+    earlier = earlier_timings(out / "timings.json")
     executor: Any = (
         ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn"))
         if args.jobs > 1
@@ -793,6 +834,8 @@ def main() -> None:
     def collect(result: dict[str, Any]) -> None:
         result = dict(result)
         rows = result.pop("rows", None)
+        if result.get("skipped"):  # trained earlier: keep the time measured then
+            result = earlier.get((result["kind"], result["seed"]), result)
         timings.append(result)
         (out / "timings.json").write_text(json.dumps(timings, indent=2))
         if rows is not None:  # after every seed: partial results survive
@@ -819,6 +862,8 @@ def main() -> None:
         if t["kind"] != "eval" and not t.get("skipped"):
             extra = f" (warm start {t['warm_seconds']:.0f} s, {t['steps']} RL steps "
             extra += f"{t['rl_seconds']:.0f} s)"
+        if t.get("earlier"):
+            extra += " (measured when it was trained)"
         print(f"[timing] {t['kind']} seed {t['seed']}: {t['seconds']:.0f} s{extra}")
     if guess["this_config_seconds"] is not None:
         print(

@@ -58,10 +58,10 @@ def _row(name: str, pass1: float, validity: float | None = None) -> dict:
 
 def test_paired_differences_pair_seeds_and_skip_missing_metrics(table: ModuleType) -> None:
     per_seed = {
-        0: [_row("base", 0.4, 0.2), _row("golden", 0.5), _row("self-play", 0.3, 0.3),
-            _row("code-a1", 0.6, 0.25)],
-        1: [_row("base", 0.2, 0.1), _row("golden", 0.3), _row("self-play", 0.1, 0.2),
-            _row("code-a1", 0.5, 0.15)],
+        0: [_row("base", 0.4, 0.2), _row("self-play-base", 0.2, 0.4), _row("golden", 0.5),
+            _row("self-play", 0.3, 0.3), _row("code-a1", 0.6, 0.25)],
+        1: [_row("base", 0.2, 0.1), _row("self-play-base", 0.3, 0.1), _row("golden", 0.3),
+            _row("self-play", 0.1, 0.2), _row("code-a1", 0.5, 0.15)],
     }  # fmt: skip
     pairs = {(p["row"], p["baseline"], p["metric"]): p for p in table.paired_differences(per_seed)}
     golden = pairs[("code-a1", "golden", "pass@1")]
@@ -72,6 +72,8 @@ def test_paired_differences_pair_seeds_and_skip_missing_metrics(table: ModuleTyp
     assert validity["mean"] == pytest.approx(-0.05)
     assert validity["low"] == pytest.approx(validity["high"])  # the same difference twice
     assert pairs[("code-a1", "base", "discrimination")]["n"] == 0  # no row has it
+    own_rl = pairs[("self-play", "self-play-base", "pass@1")]  # what self-play's RL itself did
+    assert own_rl["differences"] == pytest.approx([0.1, -0.2])
     assert "| code-a1 − golden | pass@1 | +0.150 [" in table.format_paired(list(pairs.values()))
 
 
@@ -143,3 +145,26 @@ def test_trainer_init_from_starts_from_another_runs_weights(tmp_path: Path) -> N
     with pytest.raises(FileNotFoundError, match="shared_model.pt"):
         selfplay = from_preset("nano", mode="self-play", output_dir=str(tmp_path / "sp"))
         Trainer(selfplay, log=lambda _line: None, init_from=step_0).train()
+
+
+def test_a_rerun_keeps_the_times_measured_when_the_runs_were_trained(
+    table: ModuleType, tmp_path: Path
+) -> None:
+    path = tmp_path / "timings.json"
+    assert table.earlier_timings(path) == {}
+    path.write_text(
+        json.dumps(
+            [
+                {"kind": "code-a1", "seed": 0, "seconds": 634.0, "skipped": False},
+                {"kind": "golden", "seed": 0, "seconds": 0.0, "skipped": True},
+            ]
+        )
+    )
+    earlier = table.earlier_timings(path)
+    assert earlier == {
+        ("code-a1", 0): {"kind": "code-a1", "seed": 0, "seconds": 634.0, "skipped": False,
+                         "earlier": True}
+    }  # fmt: skip
+    path.write_text('{"kind": "eval"}')
+    with pytest.raises(ValueError, match="timings.json"):
+        table.earlier_timings(path)
