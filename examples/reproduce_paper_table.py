@@ -39,24 +39,21 @@ share of the kept valid tests that the code under test passes (undefined at a st
 tests; within a step, a problem without kept valid tests counts as 0 failures, so the rate leans
 towards 1 when validity is low).
 
-Full run (not for CI): 5 seeds, the preset's own warm start (600 coder steps, 400 tester steps),
-60 RL steps per run, two runs at a time. A shorter warm start leaves the base coder too weak to
-compare anything (200 steps: pass@1 near 0 for every row)::
+Full run (not for CI): 5 seeds, the preset's own warm start (600 coder steps, 800 tester steps;
+self-play's one model 1,400 interleaved) and 150 RL steps per run, two runs at a time::
 
     PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 2 3 4 --jobs 2 \\
         --out runs/paper_table
 
-Estimated time: about 55-75 minutes on 2 otherwise idle cores. The README's 3-seed run, one run
-at a time with three warm starts per seed, took 69 minutes (23 per seed); without golden's warm
-start a seed is about 21 minutes of one core (Code-A1 and self-play about 7.5 each, golden's RL
-under a minute, the evaluation the rest), 5 seeds about 106, and two processes of one thread
-each take about half of that plus what the sandbox workers and the two processes take from each
-other. On a loaded machine it is longer: a measured short run (2 seeds at --jobs 2, 100+100
-warm-start and 6 RL steps, with two other training processes on the 2 cores, load average 5)
-took 0.6-0.8 s per coder and 1.5-1.9 s per tester warm-start step and 2.6-7.2 s per Code-A1 or
-self-play RL step (golden 0.9-1.4 s), which the script extrapolates to 126 minutes for the full
+Measured on an idle 2-core machine: 68 min 20 s wall for the five seeds, 1.04 GB peak per
+process. Per seed: Code-A1 634-908 s (warm start 297-364 s, 150 RL steps 302-558 s), self-play
+650-877 s (warm start 304-373 s, RL 340-510 s), golden 38-46 s, evaluation 32-34 s (four rows;
+58 s with ``self-play-base``). The RL steps vary with how long the players' programs and suites
 run. The script prints its own estimate at the end, from the per-run times it measured (see
-:func:`estimate`).
+:func:`estimate`). Here a warm-start step took 0.21-0.26 s on average and an RL step 2.0-3.7 s; on a
+loaded machine it is longer (an earlier run beside two other training processes on the 2 cores:
+0.6-0.8 s per coder and 1.5-1.9 s per tester warm-start step, 2.6-7.2 s per RL step). The results
+of that run are in ``docs/results/paper_table/``.
 
 Smoke run (2 seeds, a few steps, a few minutes)::
 
