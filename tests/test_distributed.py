@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -100,6 +101,30 @@ def _rows(run_dir: Path) -> list[dict[str, float]]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+ADAM_ATOL = 1e-5
+"""Absolute tolerance on final weights: two ranks reduce gradients in another order, and AdamW's
+normalised step (lr 3e-4) amplifies that on near-zero gradients (one tester weight of 16,384 was
+1.25e-6 off after two steps, 0.4% of one step)."""
+
+
+def _moved(
+    player: str,
+    start: dict[str, torch.Tensor],
+    final: dict[str, torch.Tensor],
+    rows: list[dict[str, Any]],
+) -> bool:
+    """Whether ``player``'s weights moved; a player with a nonzero gradient norm must have moved.
+
+    A player whose groups all scored alike gets zero advantages and no update (its weights stay
+    put, by design); which player that is depends on the warm start's rounding, so the tests ask
+    that every player with a gradient moved and that at least one did.
+    """
+    moved = max(float((final[k] - start[k]).abs().max()) for k in start) > 1e-5
+    if any(r[f"losses/{player}_grad_norm"] > 0 for r in rows):
+        assert moved, f"{player}: a nonzero gradient norm but the weights did not move"
+    return moved
+
+
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The warm-started run directory (step 0) and its single-process continuation to step 2."""
@@ -137,13 +162,15 @@ def test_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[Path, 
     assert any(r["losses/tester_grad_norm"] > 0 for r in one)  # the weights really moved
 
     # checkpoints written once, by rank 0; the final weights agree with the single process
-    final_one = torch.load(single / "checkpoints" / "step_2" / "coder_model.pt")
-    final_two = torch.load(double / "checkpoints" / "step_2" / "coder_model.pt")
-    start = torch.load(warm / "checkpoints" / "step_0" / "coder_model.pt")
-    moved = max(float((final_one[k] - start[k]).abs().max()) for k in start)
-    assert moved > 1e-5
-    for name, tensor in final_one.items():
-        torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=1e-6)
+    moved = []
+    for player in ("coder", "tester"):
+        final_one = torch.load(single / "checkpoints" / "step_2" / f"{player}_model.pt")
+        final_two = torch.load(double / "checkpoints" / "step_2" / f"{player}_model.pt")
+        start = torch.load(warm / "checkpoints" / "step_0" / f"{player}_model.pt")
+        moved.append(_moved(player, start, final_one, one))
+        for name, tensor in final_one.items():
+            torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=ADAM_ATOL)
+    assert any(moved), "neither player's weights moved: the comparison would be vacuous"
     assert len((double / "metrics.jsonl").read_text().splitlines()) == 2  # one writer
 
 
@@ -175,6 +202,7 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
             assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
 
     # full-state checkpoints in the single-process layout, equal to the single-process ones
+    moved: list[bool] = []
     for player in ("coder", "tester"):
         ckpt_one = single / "checkpoints" / "step_2"
         ckpt_two = sharded / "checkpoints" / "step_2"
@@ -182,9 +210,9 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
         final_two = torch.load(ckpt_two / f"{player}_model.pt")
         start = torch.load(warm / "checkpoints" / "step_0" / f"{player}_model.pt")
         assert set(final_two) == set(final_one)
-        assert max(float((final_one[k] - start[k]).abs().max()) for k in start) > 1e-5
+        moved.append(_moved(player, start, final_one, one))
         for name, tensor in final_one.items():
-            torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=1e-6)
+            torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=ADAM_ATOL)
         adam_one = torch.load(ckpt_one / f"{player}_optimizer.pt")
         adam_two = torch.load(ckpt_two / f"{player}_optimizer.pt")
         assert adam_two["param_groups"][0]["params"] == adam_one["param_groups"][0]["params"]
@@ -196,6 +224,7 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
                 torch.testing.assert_close(
                     adam_two["state"][index][key], moments[key], rtol=1e-3, atol=1e-8
                 )
+    assert any(moved), "neither player's weights moved: the comparison would be vacuous"
 
 
 def test_single_process_without_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:

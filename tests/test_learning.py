@@ -41,11 +41,14 @@ from codea1_env.problems import ProceduralSource
 
 pytestmark = pytest.mark.slow
 
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)
+"""Five seeds: with three, the tester's reward beat the control on every seed (+0.021, +0.081,
++0.116) and the t bound (2.920 on 2 degrees of freedom) was still below 0; a rounding-level
+change of the LM head had moved the seeds' spread, not the effect."""
 RL_STEPS = 10
 WINDOW = RL_STEPS // 2  # compared: the last half of the RL steps
 CHECKED = ("coder/reward", "tester/reward", "tester/validity")
-T_95_DF2 = 2.920  # one-sided 95% Student t quantile, len(SEEDS) - 1 = 2 degrees of freedom
+T_95 = 2.132  # one-sided 95% Student t quantile, len(SEEDS) - 1 = 4 degrees of freedom
 
 
 def with_defect(problem: Any) -> Any:
@@ -152,7 +155,7 @@ def test_rl_beats_the_same_run_with_learning_rate_zero(tmp_path: Path) -> None:
     for key in CHECKED:
         diffs = [t - c for t, c in zip(results["trained"][key], results["control"][key])]
         mean = statistics.fmean(diffs)
-        bound = mean - T_95_DF2 * statistics.stdev(diffs) / len(diffs) ** 0.5
+        bound = mean - T_95 * statistics.stdev(diffs) / len(diffs) ** 0.5
         wins = sum(d > 0 for d in diffs)
         print(
             f"{key}: trained - control per seed {[round(d, 3) for d in diffs]}; bound {bound:.3f}"
