@@ -92,6 +92,7 @@ def test_player_update_moves_logprobs_in_the_advantage_direction() -> None:
 
 def test_sequence_logprobs_trimmed_head_equals_the_full_forward() -> None:
     """The LM head on the scored positions only gives the full forward's values and gradients."""
+    from agents.lm.transformers_lm import accepts_logits_to_keep
     from agents.training import rollout
     from agents.training.grpo import token_logprobs
 
@@ -99,7 +100,7 @@ def test_sequence_logprobs_trimmed_head_equals_the_full_forward() -> None:
     player = build_player(
         "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
     )
-    assert rollout._takes_logits_to_keep(player.model)
+    assert accepts_logits_to_keep(player.model)
     # prompts of 7 and 4 tokens: the trimmed head starts at column 3 (the shorter prompt's end)
     batch = pack(
         [Sample(list(range(10, 17)), [20, 21, 22], 1.0), Sample([10, 11, 12, 13], [30, 31], 1.0)],

@@ -11,6 +11,7 @@ beyond one forward call).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
 from collections.abc import Mapping, Sequence
@@ -109,15 +110,19 @@ def sample_next(
 def accepts_logits_to_keep(model: Any) -> bool:
     """Whether ``model.forward`` takes ``logits_to_keep`` (the LM head on the last positions only).
 
-    Wrapped models (PEFT) hide the signature, so the base model's ``forward`` is inspected.
+    Wrapped models (PEFT) hide the signature, so the base model's class is inspected; the answer
+    is cached per class (a training step asks once per forward).
     """
-    base = model
-    get_base = getattr(base, "get_base_model", None)
-    if callable(get_base):
-        base = get_base()
+    get_base = getattr(model, "get_base_model", None)
+    base = get_base() if callable(get_base) else model
+    return _forward_takes_logits_to_keep(base.__class__)
+
+
+@functools.cache
+def _forward_takes_logits_to_keep(kind: Any) -> bool:
     try:
-        return "logits_to_keep" in inspect.signature(base.forward).parameters
-    except (TypeError, ValueError):
+        return "logits_to_keep" in inspect.signature(kind.forward).parameters
+    except (AttributeError, TypeError, ValueError):
         return False
 
 

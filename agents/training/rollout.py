@@ -156,18 +156,6 @@ def autocast(device: torch.device, enabled: bool) -> contextlib.AbstractContextM
     return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
 
 
-def _takes_logits_to_keep(model: Any) -> bool:
-    """:func:`~agents.lm.transformers_lm.accepts_logits_to_keep`, cached per model class."""
-    kind = type(model)
-    known = _LOGITS_TO_KEEP.get(kind)
-    if known is None:
-        known = _LOGITS_TO_KEEP[kind] = accepts_logits_to_keep(model)
-    return known
-
-
-_LOGITS_TO_KEEP: dict[type, bool] = {}
-
-
 def sequence_logprobs(
     model: Any, batch: Batch, *, temperature: float = 1.0, bf16: bool = False
 ) -> Tensor:
@@ -181,7 +169,7 @@ def sequence_logprobs(
     device = batch.input_ids.device
     length = batch.input_ids.shape[1]
     needed = torch.nonzero(batch.loss_mask.any(dim=0)).flatten()
-    start = int(needed[0]) if needed.numel() and _takes_logits_to_keep(model) else 0
+    start = int(needed[0]) if needed.numel() and accepts_logits_to_keep(model) else 0
     kwargs: dict[str, Any] = {"logits_to_keep": length - start} if start > 0 else {}
     with autocast(device, bf16):
         out = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, **kwargs)
