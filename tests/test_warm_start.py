@@ -31,7 +31,8 @@ def test_edge_family_is_opt_in_with_k_tests_around_the_threshold() -> None:
     for problem in _edge():
         params = problem.metadata["params"]
         t = params["t"]
-        inputs = [ast.literal_eval(line.split("f(")[1].split(")")[0]) for line in problem.tests]
+        written = [line.split("f(")[1].split(")")[0] for line in problem.tests]
+        inputs = [_offset_value(text, t) for text in written]
         assert len(problem.tests) == EDGE_TESTS == len(set(inputs))
         assert inputs == sorted(inputs) and {t - 1, t, t + 1} <= set(inputs)
         assert all(abs(x - t) <= 9 for x in inputs)
@@ -40,10 +41,25 @@ def test_edge_family_is_opt_in_with_k_tests_around_the_threshold() -> None:
         assert '"""' not in problem.canonical_solution
         # every boundary mutant fails one GT test: the tests pin the threshold and its side
         expected = {x: (params["a"] if _holds(x, params["op"], t) else params["b"]) for x in inputs}
-        assert [f"assert f({x}) == {expected[x]}" for x in inputs] == list(problem.tests)
+        assert [f"assert f({w}) == {expected[x]}" for w, x in zip(written, inputs)] == list(
+            problem.tests
+        )
     train = {p.canonical_solution for p in _edge(n=300)}
     held_out = {p.canonical_solution for p in _edge("test", n=300)}
     assert not train & held_out
+
+
+def _offset_value(text: str, t: int) -> int:
+    """The input an edge test writes as ``t``, ``t + d`` or ``t - d`` (d >= 1), checked."""
+    node = ast.parse(text, mode="eval").body
+    if isinstance(node, ast.BinOp):
+        assert isinstance(node.op, (ast.Add, ast.Sub))
+        left, right = ast.literal_eval(node.left), ast.literal_eval(node.right)
+        assert left == t and isinstance(right, int) and right >= 1
+        return int(left + right if isinstance(node.op, ast.Add) else left - right)
+    value = ast.literal_eval(node)
+    assert value == t
+    return int(value)
 
 
 def _holds(x: int, op: str, t: int) -> bool:
@@ -125,13 +141,13 @@ def test_bad_warm_start_options_are_rejected(bad: dict[str, object]) -> None:
 
 def test_suite_size_round_trips_through_json_and_the_command_line(tmp_path: Path) -> None:
     cfg = from_preset("tiny")
-    assert cfg.sft_suite_size == (4, 8)
+    assert cfg.sft_suite_size == (2, 5)
     cfg.save(tmp_path / "config.json")
     assert TrainConfig.load(tmp_path / "config.json") == cfg
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
-    args = parser.parse_args(["--sft-suite-size", "2", "6", "--sft-coder-mutant-share", "0.5"])
+    args = parser.parse_args(["--sft-suite-size", "3", "6", "--sft-coder-mutant-share", "0.5"])
     flagged = config_from_args(args, preset="tiny")
-    assert flagged.sft_suite_size == (2, 6) and flagged.sft_coder_mutant_share == 0.5
+    assert flagged.sft_suite_size == (3, 6) and flagged.sft_coder_mutant_share == 0.5
     with pytest.raises(SystemExit):
         parser.parse_args(["--sft-suite-size", "2"])

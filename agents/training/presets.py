@@ -28,10 +28,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         # The CPU preset a new user runs first; every choice is explained, with the runs that
         # chose it, in docs/tiny_preset.md. A ~1.4M-parameter Qwen2 built from config (the
         # "nano" size: the largest whose warm start and RL fit ~15 minutes on 2 cores), the
-        # procedural "edge" family (return a if x OP t else b, 8 GT tests around t: boundary
-        # bugs are a flipped comparison or a threshold moved by one), a supervised warm start
-        # that leaves the coder real bugs (30% mutant targets) and teaches the tester suites of
-        # 4-8 asserts, then 150 Code-A1 steps with the paper's 8 suites per code. One torch
+        # procedural "edge" family (return a if x OP t else b, 8 GT tests around t written as
+        # offsets from it, f(t - 1): boundary bugs are a flipped comparison or a threshold moved
+        # by one), a supervised warm start that leaves the coder real bugs (30% mutant targets)
+        # and teaches the tester short suites of 2-5 asserts (RL learns how many to write),
+        # then 150 Code-A1 steps with the paper's 8 suites per code. One torch
         # thread: on two shared cores a second OpenMP thread spins against the sandbox workers
         # and was measured 3-10x slower per step than one thread.
         "exp_name": "tiny",
@@ -63,7 +64,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "micro_batch_size": 16,
         "sft_steps": 600,
         "sft_tester_steps": 800,
-        "sft_suite_size": (4, 8),
+        "sft_suite_size": (2, 5),
         "sft_coder_mutant_share": 0.3,
         "sft_batch_size": 16,
         "sft_lr": 5e-3,

@@ -30,6 +30,12 @@ trainer's ``procedural:SEED:train:edge``; the default mix above is unchanged):
     sees what it will see in RL), and :data:`EDGE_TESTS` GT tests (K of the paper) in ascending
     order: the boundary ``t - 1, t, t + 1`` and five other distinct inputs within 9 of ``t``.
     Every boundary mutant (a flipped comparison, a threshold moved by one) fails one of them.
+    Each input is written as an offset from the prompt's threshold, the way boundary tests are
+    often written (``assert f(7 - 1) == -1``, ``assert f(7) == -1``, ``assert f(7 + 1) == 6``
+    for ``Return 6 if x > 7, else -1``): a tester that learns from these copies ``t`` and
+    decides the side from the offset's sign, which a tiny model learns far more reliably than
+    comparing two literals (docs/tiny_preset.md). The referee evaluates such arguments once, in
+    the sandbox, and runs every program on the literal values (duplicates are found on them).
 
 Problem ``i`` of a seed is a pure function of ``(seed, i)``: ``task_id`` is
 ``"proc/<seed>/<i>"``. The ``train`` and ``test`` splits use disjoint index ranges (test indices
@@ -299,13 +305,24 @@ def _test_points(function: _Function, rng: np.random.Generator) -> list[int]:
     return sorted(points)
 
 
+def _offset_form(x: int, function: _Function) -> str:
+    """``x`` written as the threshold plus or minus an offset: ``7 - 1``, ``7``, ``-18 + 3``."""
+    (t,) = function.thresholds
+    d = x - t
+    return str(t) if d == 0 else f"{t} + {d}" if d > 0 else f"{t} - {-d}"
+
+
 def _problem(function: _Function, task_id: str, rng: np.random.Generator, split: str) -> Problem:
     prompt = f'{function.header}\n    """{function.doc}"""'
     source = _source(function)
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # noqa: S102 (code generated above from integers)
     gt = namespace["f"]
-    tests = tuple(f"assert f({x}) == {gt(x)}" for x in _test_points(function, rng))
+    offsets = function.family == "edge"
+    tests = tuple(
+        f"assert f({_offset_form(x, function) if offsets else x}) == {gt(x)}"
+        for x in _test_points(function, rng)
+    )
     return Problem(
         task_id=task_id,
         prompt=prompt,
