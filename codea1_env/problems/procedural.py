@@ -90,6 +90,7 @@ class _Function:
     params: dict[str, Any]
     header: str = _HEADER
     doc_in_source: bool = True
+    offset_inputs: bool = False  # GT tests write inputs as ``t - 1``, ``t``, ``t + 1`` (edge)
 
     def key(self) -> str:
         return self.family + "|" + "|".join(f"{k}={v}" for k, v in sorted(self.params.items()))
@@ -227,7 +228,9 @@ def _step(rng: np.random.Generator) -> _Function:
 
 def _edge(rng: np.random.Generator) -> _Function:
     step = _step(rng)
-    return dataclasses.replace(step, family="edge", header=_SHORT_HEADER, doc_in_source=False)
+    return dataclasses.replace(
+        step, family="edge", header=_SHORT_HEADER, doc_in_source=False, offset_inputs=True
+    )
 
 
 def _range(rng: np.random.Generator) -> _Function:
@@ -318,11 +321,8 @@ def _problem(function: _Function, task_id: str, rng: np.random.Generator, split:
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # noqa: S102 (code generated above from integers)
     gt = namespace["f"]
-    offsets = function.family == "edge"
-    tests = tuple(
-        f"assert f({_offset_form(x, function) if offsets else x}) == {gt(x)}"
-        for x in _test_points(function, rng)
-    )
+    written = (lambda x: _offset_form(x, function)) if function.offset_inputs else str
+    tests = tuple(f"assert f({written(x)}) == {gt(x)}" for x in _test_points(function, rng))
     return Problem(
         task_id=task_id,
         prompt=prompt,
