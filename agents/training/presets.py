@@ -57,7 +57,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eval_samples": 2,
         "steps": 150,
         "lr": 1e-4,
-        "tester_lr": 1e-3,
+        "tester_lr": 5e-4,
         "warmup_steps": 3,
         "weight_decay": 0.0,
         "kl_coef": 0.001,
