@@ -67,7 +67,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sft_suite_size": (2, 5),
         "sft_coder_mutant_share": 0.3,
         "sft_batch_size": 16,
-        "sft_lr": 5e-3,
+        "sft_lr": 2.5e-3,
         "checkpoint_every": 10,
     },
     "nano": {
