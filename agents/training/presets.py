@@ -32,7 +32,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # offsets from it, f(t - 1): boundary bugs are a flipped comparison or a threshold moved
         # by one), a supervised warm start that leaves the coder real bugs (30% mutant targets)
         # and teaches the tester short suites of 2-5 asserts (RL learns how many to write),
-        # then 150 Code-A1 steps with the paper's 8 suites per code. One torch
+        # both at lr 2.5e-3 (at 5e-3 seed 0's tester never learned the offsets), then 150
+        # Code-A1 steps with the paper's 8 suites per code, the tester at lr 5e-4 (at 1e-3 its
+        # answers degraded into stray numbers up to the token limit). One torch
         # thread: on two shared cores a second OpenMP thread spins against the sandbox workers
         # and was measured 3-10x slower per step than one thread.
         "exp_name": "tiny",
