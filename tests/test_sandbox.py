@@ -443,12 +443,22 @@ def test_a_forged_duration_is_kept_within_the_parents_clock(sandbox: LocalSandbo
 def test_durations_of_quick_calls_are_the_childs_own_measure(sandbox: LocalSandbox) -> None:
     # Every record of this job comes in the quiet start and is read at once: the parent only
     # knows they took at most that long together; each call's own measure is kept.
+    # The parent's own bound for the quick calls is the whole batch (>= 4 ms), so one attempt in
+    # which both measure under 4 ms shows the child's measure was kept; a loaded machine can
+    # deschedule a quick call past 4 ms (seen in CI beside two training runs), hence the retries.
     program = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
-    [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
-    durations = [call.duration_s for call in result.calls]
-    assert all(call.ok for call in result.calls), result
-    assert durations[1] >= 0.004 and durations[1] <= result.wall_s
-    assert durations[0] < 0.004 and durations[2] < 0.004, durations
+    seen = []
+    for _ in range(5):
+        [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
+        durations = [call.duration_s for call in result.calls]
+        assert all(call.ok for call in result.calls), result
+        assert durations[1] >= 0.004 and durations[1] <= result.wall_s
+        assert sum(durations) <= result.wall_s, (durations, result.wall_s)
+        seen.append(durations)
+        if durations[0] < 0.004 and durations[2] < 0.004:
+            break
+    else:
+        pytest.fail(f"no attempt kept the quick calls' own measure: {seen}")
 
 
 def test_no_leftover_descriptors_in_the_parent(sandbox: LocalSandbox) -> None:
