@@ -447,7 +447,7 @@ def test_durations_of_quick_calls_are_the_childs_own_measure(sandbox: LocalSandb
     # which both measure under 4 ms shows the child's measure was kept; a loaded machine can
     # deschedule a quick call past 4 ms (seen in CI beside two training runs), hence the retries.
     program = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
-    seen = []
+    seen: list[list[float]] = []
     for _ in range(5):
         [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
         durations = [call.duration_s for call in result.calls]
