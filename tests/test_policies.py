@@ -15,10 +15,17 @@ from typing import Any
 import pytest
 import torch
 
+from agents.lm import transformers_lm
 from agents.lm.interfaces import Generation, LanguageModel, Policy, SamplingParams
 from agents.lm.models import build_tiny_model
 from agents.lm.tokenizer import load_tiny_tokenizer
-from agents.lm.transformers_lm import TransformersLM, sample_next
+from agents.lm.transformers_lm import (
+    TransformersLM,
+    rows_to_keep,
+    sample_next,
+    select_cache_rows,
+    stop_char_filter,
+)
 from agents.players import policy
 from agents.players.policy import CODE_BLOCK_STOP, CoderPolicy
 from agents.players.prompts import (
@@ -198,6 +205,79 @@ def test_stop_string_truncates_text_and_keeps_ids(lm: TransformersLM) -> None:
     assert full.completion_ids[: len(stopped.completion_ids)] == stopped.completion_ids
     assert len(stopped.completion_ids) < len(full.completion_ids)
     assert len(stopped.logprobs) == len(stopped.completion_ids)
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.7, 0.9), (0.0, 1.0)])
+def test_finished_rows_leave_the_batch_without_changing_the_others(
+    lm: TransformersLM, monkeypatch: pytest.MonkeyPatch, temperature: float, top_p: float
+) -> None:
+    # common one-character stop strings end the 40 rows after 1 to ~20 tokens, so the batch is
+    # cut several times
+    prompts = [f"def f{i}(x):\n    return x + {i}\n" + "# note\n" * (i % 4) for i in range(40)]
+    params = SamplingParams(temperature, top_p, 48, stop=("e", "t"), seed=7)
+    cuts: list[int] = []
+    real_select = transformers_lm.select_cache_rows
+
+    def counting(cache: Any, rows: torch.Tensor) -> Any:
+        cuts.append(len(rows))
+        return real_select(cache, rows)
+
+    monkeypatch.setattr(transformers_lm, "select_cache_rows", counting)
+    cut = lm.generate(prompts, params)
+    monkeypatch.setattr(transformers_lm, "select_cache_rows", lambda cache, rows: None)
+    whole = lm.generate(prompts, params)
+    lengths = sorted(len(g.completion_ids) for g in whole)
+    assert lengths[0] < lengths[-1]  # rows end at different steps
+    if temperature > 0:
+        assert len(cuts) >= 2 and cuts == sorted(cuts, reverse=True) and cuts[-1] < 10
+    for a, b in zip(cut, whole, strict=True):
+        # the same tokens; a cut batch may round its logits differently in the last bits
+        assert (a.completion_ids, a.text, a.finish_reason) == (
+            b.completion_ids,
+            b.text,
+            b.finish_reason,
+        )
+        assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+
+def test_rows_to_keep_cuts_once_an_eighth_has_finished() -> None:
+    assert rows_to_keep([0, 1, 2], 3) == [0, 1, 2]  # nothing finished
+    assert rows_to_keep(list(range(1, 64)), 64) == list(range(64))  # 1 of 64: not yet
+    assert rows_to_keep(list(range(8, 64)), 64) == list(range(8, 64))  # an eighth: cut
+    assert rows_to_keep([40, 5], 64) == [5, 40]
+    assert rows_to_keep([2], 4) == [2]
+    assert rows_to_keep([], 16) == []
+
+
+def test_select_cache_rows_cuts_caches_it_knows() -> None:
+    from transformers import DynamicCache
+
+    keys = torch.arange(24.0).reshape(3, 1, 4, 2)
+    legacy = ((keys, keys + 100),)
+    cut = select_cache_rows(legacy, torch.tensor([2, 0]))
+    assert torch.equal(cut[0][0], keys[[2, 0]]) and torch.equal(cut[0][1], keys[[2, 0]] + 100)
+    cache = DynamicCache()
+    cache.update(keys, keys + 100, 0)
+    assert select_cache_rows(cache, torch.tensor([1])) is cache
+    assert torch.equal(cache.layers[0].keys, keys[[1]])
+    assert select_cache_rows(None, torch.tensor([0])) is None
+    assert select_cache_rows(object(), torch.tensor([0])) is None
+
+
+def test_stop_char_filter_passes_every_token_that_may_complete_a_stop(tok: Any) -> None:
+    def decode(ids: list[int]) -> str:
+        return str(tok.decode(ids, skip_special_tokens=True))
+
+    may_stop = stop_char_filter(decode, ("\n```",))
+    fence = tok("```")["input_ids"][-1]
+    word = tok("hello")["input_ids"][0]
+    assert "`" in decode([fence]) and may_stop(fence)
+    assert "`" not in decode([word]) and not may_stop(word)
+    # every token whose text alone is not its text in context passes
+    partial = [i for i in range(len(tok)) if "\ufffd" in decode([i])]
+    assert partial and all(may_stop(i) for i in partial)
+    always = stop_char_filter(decode, ("end\n",))  # whitespace moves between tokens
+    assert always(word) and stop_char_filter(decode, ())(word)
 
 
 def test_eos_ends_a_completion(model: Any, tok: Any) -> None:

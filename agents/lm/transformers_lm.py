@@ -1,11 +1,12 @@
 """Sampling from any ``transformers`` causal LM: :class:`TransformersLM`.
 
 A small, explicit sampling loop instead of ``model.generate``: prompts are left-padded into one
-batch, the prompt pass fills the KV cache, and each step feeds one token per sequence. The loop
-returns exactly what a policy-gradient trainer needs: the prompt and completion token ids and the
-log-probability of each sampled token under the distribution it was drawn from. On CPU with tiny
-models it is also faster than ``generate`` (no logits processors, no per-step Python overhead
-beyond one forward call).
+batch, the prompt pass fills the KV cache, and each step feeds one token per sequence; finished
+sequences leave the batch (and their KV cache rows) as they end, and the stop strings are looked
+for only after a token that can complete one. The loop returns exactly what a policy-gradient
+trainer needs: the prompt and completion token ids and the log-probability of each sampled token
+under the distribution it was drawn from. On CPU with tiny models it is also faster than
+``generate`` (no logits processors, no per-step Python overhead beyond one forward call).
 """
 
 from __future__ import annotations
@@ -105,6 +106,61 @@ def sample_next(
             th.isfinite(logp_all.gather(-1, ids[:, None]).squeeze(-1)), ids, logp_all.argmax(dim=-1)
         )
     return ids, logp_all.gather(-1, ids[:, None]).squeeze(-1)
+
+
+def rows_to_keep(live: Sequence[int], present: int) -> list[int]:
+    """The batch slots to keep when the rows ``live`` (of ``present`` slots) are unfinished.
+
+    Finished rows leave the batch once they are at least an eighth of it: each cut copies the KV
+    cache once, so it pays only when enough rows go.
+
+    Returns:
+        ``live`` (sorted) when a cut is due, else all ``present`` slots.
+    """
+    if present - len(live) < max(1, present // 8):
+        return list(range(present))
+    return sorted(live)
+
+
+def select_cache_rows(cache: Any, rows: torch.Tensor) -> Any:
+    """The KV cache cut to the batch rows ``rows`` (in that order), or ``None`` if it cannot be.
+
+    A ``transformers`` :class:`~transformers.Cache` is cut in place (``reorder_cache``, the
+    beam-search reordering); a legacy tuple of per-layer ``(key, value)`` tensors is rebuilt.
+    """
+    if cache is None:
+        return None
+    reorder = getattr(cache, "reorder_cache", None)
+    if callable(reorder):
+        reorder(rows)
+        return cache
+    if isinstance(cache, tuple) and all(isinstance(layer, tuple) for layer in cache):
+        return tuple(tuple(t.index_select(0, rows) for t in layer) for layer in cache)
+    return None
+
+
+def stop_char_filter(decode: Any, stop: Sequence[str]) -> Any:
+    """A cheap necessary test for "this token may complete a stop string": ``token -> bool``.
+
+    A stop string that newly appears in the decoded tail must end inside the last token's text,
+    so a token whose text holds no stop string's last character cannot complete one. Tokens
+    whose text alone is not their text in context (a partial UTF-8 sequence) always pass, as do
+    all tokens when a stop string ends in whitespace (tokenizers move spaces between tokens).
+    The answers are cached per token id.
+    """
+    lasts = {s[-1] for s in stop if s}
+    if not lasts or any(c.isspace() for c in lasts):
+        return lambda token: True
+    answers: dict[int, bool] = {}
+
+    def may_stop(token: int) -> bool:
+        known = answers.get(token)
+        if known is None:
+            text = str(decode([token]))
+            known = answers[token] = "\ufffd" in text or any(c in text for c in lasts)
+        return known
+
+    return may_stop
 
 
 def accepts_logits_to_keep(model: Any) -> bool:
@@ -305,27 +361,52 @@ class TransformersLM:
         reasons: list[FinishReason] = ["length"] * batch
         done = [False] * batch
         stop_tail = max((len(s) for s in params.stop), default=0) * 4 + 4
+        may_stop = stop_char_filter(self._decode_token, params.stop)
+        # the rows still in the batch (indices into the call's rows) and their random streams
+        present = list(range(batch))
+        streams = None if generator is None else list(generator)
+        shrink = True
 
         with th.inference_mode():
             logits, cache = self._forward(input_ids, attention, positions, None)
             for _ in range(params.max_new_tokens):
-                ids, logp = sample_next(logits, params.temperature, params.top_p, generator)
+                ids, logp = sample_next(logits, params.temperature, params.top_p, streams)
                 ids_list = ids.tolist()
                 logp_list = logp.tolist()
-                for row in range(batch):
+                for slot, row in enumerate(present):
                     if done[row]:
                         continue
-                    completions[row].append(ids_list[row])
-                    logprobs[row].append(logp_list[row])
-                    if ids_list[row] in self._eos_ids or (
-                        params.stop and self._tail_has_stop(completions[row], params, stop_tail)
+                    token = ids_list[slot]
+                    completions[row].append(token)
+                    logprobs[row].append(logp_list[slot])
+                    if token in self._eos_ids or (
+                        params.stop
+                        and may_stop(token)
+                        and self._tail_has_stop(completions[row], params, stop_tail)
                     ):
                         done[row] = True
                         reasons[row] = "stop"
-                if all(done):
+                keep = [slot for slot, row in enumerate(present) if not done[row]]
+                if not keep:
                     break
-                # finished rows keep stepping (one batch) on padding; their output is ignored
-                is_done = th.tensor(done, device=device)
+                stay = rows_to_keep(keep, len(present))
+                if shrink and len(stay) < len(present):
+                    # finished rows leave the batch. The rows that stay sample from the same
+                    # distributions, with their own random streams; only the rounding of their
+                    # logits may change in the last bits (a BLAS kernel's blocking depends on
+                    # how many rows share the product).
+                    kept = th.tensor(stay, dtype=th.long, device=device)
+                    smaller = select_cache_rows(cache, kept)
+                    if smaller is None:  # a cache type we cannot cut: keep stepping them all
+                        shrink = False
+                    else:
+                        cache = smaller
+                        ids, attention, positions = ids[kept], attention[kept], positions[kept]
+                        present = [present[slot] for slot in stay]
+                        if streams is not None:
+                            streams = [streams[slot] for slot in stay]
+                # finished rows not yet dropped keep stepping on padding; their output is ignored
+                is_done = th.tensor([done[row] for row in present], device=device)
                 ids = th.where(is_done, th.full_like(ids, pad_id), ids)
                 attention = th.cat([attention, th.ones_like(attention[:, :1])], dim=-1)
                 positions = positions[:, -1:] + 1
@@ -363,6 +444,9 @@ class TransformersLM:
         if new_cache is None:
             new_cache = out.get("past_key_values")
         return out.logits[:, -1, :], new_cache
+
+    def _decode_token(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _tail_has_stop(self, completion: list[int], params: SamplingParams, tail: int) -> bool:
         text = self.tokenizer.decode(completion[-tail:], skip_special_tokens=True)
