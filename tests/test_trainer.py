@@ -11,6 +11,7 @@ import torch
 
 from agents.training.checkpoint import latest_checkpoint
 from agents.training.config import from_preset
+from agents.training.heldout_eval import CROSS_ROWS
 from agents.training.metrics import read_metrics
 from agents.training.player import build_player, lr_lambda
 from agents.training.rollout import Sample, pack
@@ -207,6 +208,69 @@ def test_eval_summary_and_warm_start(tmp_path: Path) -> None:
     warm = json.loads((tmp_path / "warm_start.json").read_text())
     assert warm["sft/coder_loss_last"] < warm["sft/coder_loss_first"]
     assert "sft/tester_loss_first" in warm
+
+
+def test_the_trained_tester_is_also_scored_on_the_codes_before_rl(tmp_path: Path) -> None:
+    cfg = from_preset(
+        "nano", steps=0, eval_before_after=True, eval_size=4, output_dir=str(tmp_path)
+    )
+    result = Trainer(cfg, log=lambda _m: None).train()
+    codes = json.loads((tmp_path / "eval_codes_before.json").read_text())
+    assert len(codes) == 4 * cfg.eval_samples and all(isinstance(c, str) for c in codes)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for key, source, _label in CROSS_ROWS:
+        # no RL step: the same tester on the same codes scores what it scored before RL
+        assert result.before[key] == result.before[source] == result.after[key]
+        assert summary["before"][key] == summary["after"][key]
+
+    # scripted players make the rows non-trivial: a broken code before RL (the GT suites break
+    # it), the GT programs in the file afterwards (nothing breaks them)
+    trainer = Trainer(
+        from_preset(
+            "nano", steps=0, eval_before_after=True, eval_size=4, output_dir=str(tmp_path / "gt")
+        ),
+        log=lambda _m: None,
+    )
+    lines: list[str] = []
+    trainer.log = lines.append
+    by_prompt = {p.prompt.rstrip(): p for p in trainer.eval_problems}
+
+    def scripted(role: str, observations: Any, infos: Any) -> list[str]:
+        if role == "coder":
+            body = [
+                by_prompt[o["prompt"].rstrip()].gt_program.replace(
+                    "    return", "    return 7 +", 1
+                )
+                for o in observations
+            ]
+        else:
+            body = ["\n".join(by_prompt[o["prompt"].rstrip()].tests) for o in observations]
+        return ["\n" + text + "\n" for text in body]  # completions stop before the fence
+
+    trainer._eval_sampler = lambda: scripted  # type: ignore[method-assign]
+    try:
+        trainer.before = trainer._evaluate_on_main(keep_codes=True)
+        assert trainer.before["tester/adversarial"] > 0.3  # the shifted codes fail GT asserts
+        same = dict(trainer.before)
+        trainer._tester_on_start_codes(same)
+        assert same["tester/adversarial_on_start_codes"] == trainer.before["tester/adversarial"]
+        gt = [p.gt_program for p in trainer.eval_problems for _ in range(cfg.eval_samples)]
+        assert len(gt) == 4
+        (trainer.run_dir / "eval_codes_before.json").write_text(
+            json.dumps(["\n" + code + "\n" for code in gt])
+        )
+        after = trainer._evaluate_on_main()
+        trainer._tester_on_start_codes(after)
+        assert after["tester/adversarial"] > 0.3  # the coder's own (shifted) codes
+        assert after["tester/adversarial_on_start_codes"] == 0.0  # the file's GT programs
+        assert after["tester/validity_on_start_codes"] > 0.0
+        (trainer.run_dir / "eval_codes_before.json").write_text(json.dumps(gt[:1]))
+        later = trainer._evaluate_on_main()
+        trainer._tester_on_start_codes(later)
+        assert "tester/adversarial_on_start_codes" not in later
+        assert any("do not fit the held-out set" in line for line in lines)
+    finally:
+        trainer.close()
 
 
 def test_self_play_warm_start_mixes_both_roles_in_one_run(tmp_path: Path) -> None:

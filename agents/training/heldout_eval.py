@@ -3,12 +3,14 @@
 The coder answers every held-out problem (``eval_samples`` times, at the evaluation temperature
 with a fixed seed); its score is the pass rate on the problems' GT tests. The tester then writes
 one suite against each of the coder's codes; its scores are the referee's validity reward
-(``R_val``), adversarial reward (``R_adv``) and total reward. The players see what the env shows
-them: each code is a :class:`~codea1_env.game.duel.Duel` (the coder's move played with
-:meth:`~codea1_env.game.duel.Duel.play_code`, anonymized with ``anonymize_code``), observed with
-:func:`codea1_env.game.spaces.observe`. Everything is scored with
-:func:`codea1_env.game.duel.judge_grid` (one batched referee call) with ``update_book=False`` so
-evaluation never changes the mistake book.
+(``R_val``), adversarial reward (``R_adv``) and total reward. After RL the tester is also scored
+on the warm-started coder's codes (the ones the evaluation before RL played, ``codes=``): against
+a fixed opponent, its change is the tester's own progress, apart from the coder's. The players
+see what the env shows them: each code is a :class:`~codea1_env.game.duel.Duel` (the coder's
+move played with :meth:`~codea1_env.game.duel.Duel.play_code`, anonymized with
+``anonymize_code``), observed with :func:`codea1_env.game.spaces.observe`. Everything is scored
+with :func:`codea1_env.game.duel.judge_grid` (one batched referee call) with
+``update_book=False`` so evaluation never changes the mistake book.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
 from codea1_env.scoring.metrics import pooled_metrics
 
-__all__ = ["SUMMARY_ROWS", "evaluate", "format_summary"]
+__all__ = ["CROSS_ROWS", "SUMMARY_ROWS", "coder_codes", "cross_rows", "evaluate", "format_summary"]
 
 SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
     ("coder/gt_pass_rate", "coder pass rate on held-out GT tests"),
@@ -32,6 +34,18 @@ SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
     ("tester/suites_with_failure", "share of suites that fail the code"),
 )
 """Evaluation keys shown in the summary table, with their labels."""
+
+CROSS_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("tester/validity_on_start_codes", "tester/validity", "tester validity, codes before RL"),
+    (
+        "tester/adversarial_on_start_codes",
+        "tester/adversarial",
+        "tester adversarial, codes before RL",
+    ),
+)
+"""(key, the key it is measured as, label) of the rows that score the tester on the warm-started
+coder's codes. Before RL they are the plain rows (the same codes, the warm-started tester);
+after RL, the trained tester on those codes (see :func:`cross_rows`)."""
 
 Generate = Callable[[str, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], list[str]]
 """``generate(role, observations, infos) -> texts`` (the trainer's evaluation sampler)."""
@@ -45,6 +59,7 @@ def evaluate(
     samples: int = 1,
     with_tester: bool = True,
     anonymize_code: bool = False,
+    codes: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """Score the current players on ``problems``.
 
@@ -55,6 +70,11 @@ def evaluate(
         samples: Codes per problem.
         with_tester: Also evaluate the tester (off in ``golden`` mode).
         anonymize_code: Show the tester the anonymized program (the run's option).
+        codes: The coder's answers to play (``samples`` per problem, in order, as
+            :func:`coder_codes` returns them) instead of asking the coder.
+
+    Raises:
+        ValueError: ``codes`` are not ``samples`` per problem.
 
     Returns:
         ``coder/gt_pass_rate`` and, with the tester, ``tester/validity``,
@@ -62,7 +82,10 @@ def evaluate(
 
     """
     duels = [Duel(p) for p in problems for _ in range(samples)]
-    codes = generate("coder", [observe(d) for d in duels], [duel_info(d) for d in duels])
+    if codes is None:
+        codes = coder_codes(problems, generate, samples=samples)
+    if len(codes) != len(duels):
+        raise ValueError(f"{len(codes)} codes for {len(duels)} duels ({samples} per problem)")
     for duel, code in zip(duels, codes, strict=True):
         duel.play_code(code, anonymize_code=anonymize_code)
     if with_tester:
@@ -75,9 +98,37 @@ def evaluate(
     return {key: pooled[key] for key, _label in SUMMARY_ROWS if key in pooled}
 
 
+def coder_codes(problems: Sequence[Problem], generate: Generate, *, samples: int = 1) -> list[str]:
+    """The coder's answers to ``problems``, ``samples`` per problem, as :func:`evaluate` asks."""
+    duels = [Duel(p) for p in problems for _ in range(samples)]
+    return generate("coder", [observe(d) for d in duels], [duel_info(d) for d in duels])
+
+
+def cross_rows(
+    before: Mapping[str, float], on_start_codes: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The :data:`CROSS_ROWS` entries of the before and after evaluations.
+
+    Args:
+        before: The evaluation before RL (the warm-started players).
+        on_start_codes: The trained tester's evaluation on the codes ``before`` played.
+
+    Returns:
+        ``(before_rows, after_rows)``, each keyed by the :data:`CROSS_ROWS` keys (only those
+        both evaluations have).
+    """
+    keys = [(key, source) for key, source, _ in CROSS_ROWS if source in before]
+    keys = [(key, source) for key, source in keys if source in on_start_codes]
+    return (
+        {key: before[source] for key, source in keys},
+        {key: on_start_codes[source] for key, source in keys},
+    )
+
+
 def format_summary(before: Mapping[str, float], after: Mapping[str, float]) -> str:
     """A plain-text table of the before/after evaluation (rows missing from both are left out)."""
-    rows = [(label, key) for key, label in SUMMARY_ROWS if key in before or key in after]
+    labelled = [*SUMMARY_ROWS, *((key, label) for key, _, label in CROSS_ROWS)]
+    rows = [(label, key) for key, label in labelled if key in before or key in after]
     width = max((len(label) for label, _ in rows), default=10)
     lines = [f"{'':{width}}  {'before RL':>10}  {'after RL':>10}  {'change':>8}"]
     for label, key in rows:

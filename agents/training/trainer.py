@@ -66,7 +66,7 @@ from agents.training.distributed import (
     is_sharded,
 )
 from agents.training.groups import GroupedSamples, collapsed, select_tester_codes, step_samples
-from agents.training.heldout_eval import evaluate, format_summary
+from agents.training.heldout_eval import coder_codes, cross_rows, evaluate, format_summary
 from agents.training.metrics import (
     MetricsLogger,
     ProgressBar,
@@ -106,6 +106,10 @@ __all__ = [
     "select_tester_codes",
     "collapsed",
 ]
+
+_BEFORE_CODES = "eval_codes_before.json"
+"""The coder's answers in the evaluation before RL, in the run directory (see
+:meth:`Trainer._tester_on_start_codes`)."""
 
 
 @dataclass
@@ -366,24 +370,65 @@ class Trainer:
     # ------------------------------------------------------------------------------------------
     # evaluation
 
-    def evaluate(self) -> dict[str, float]:
-        """Evaluate on the fixed held-out problems (see :mod:`agents.training.heldout_eval`)."""
+    def evaluate(self, codes: Sequence[str] | None = None) -> dict[str, float]:
+        """Evaluate on the fixed held-out problems (see :mod:`agents.training.heldout_eval`).
+
+        Args:
+            codes: The coder's answers to play instead of asking the coder (``eval_samples``
+                per problem, as :func:`~agents.training.heldout_eval.coder_codes` returns them).
+        """
         cfg = self.config
         return evaluate(
             self.eval_problems,
-            self.roles.texts_at(step_seed(cfg.seed, -1, "eval")),
+            self._eval_sampler(),
             self.referee,
             samples=cfg.eval_samples,
             with_tester=cfg.has_tester,
             anonymize_code=self.host.stability.anonymize_code,
+            codes=codes,
         )
 
-    def _evaluate_on_main(self) -> dict[str, float]:
-        """Evaluate on rank 0 with full parameters (every rank calls it; the others get {})."""
+    def _eval_sampler(self) -> Any:
+        return self.roles.texts_at(step_seed(self.config.seed, -1, "eval"))
+
+    def _evaluate_on_main(
+        self, codes: Sequence[str] | None = None, *, keep_codes: bool = False
+    ) -> dict[str, float]:
+        """Evaluate on rank 0 with full parameters (every rank calls it; the others get {}).
+
+        ``keep_codes``: write the coder's answers to ``eval_codes_before.json`` first (the
+        evaluation before RL, whose codes the trained tester is scored on after RL).
+        """
         with contextlib.ExitStack() as stack:
             for player in self._players():
                 stack.enter_context(player.full_parameters())
-            return self.evaluate() if self.dist.is_main else {}
+            if not self.dist.is_main:
+                return {}
+            if keep_codes and self.config.has_tester:
+                codes = coder_codes(
+                    self.eval_problems, self._eval_sampler(), samples=self.config.eval_samples
+                )
+                write_text_atomic(self.run_dir / _BEFORE_CODES, json.dumps(codes))
+            return self.evaluate(codes)
+
+    def _tester_on_start_codes(self, after: dict[str, float]) -> None:
+        """Add the :data:`~agents.training.heldout_eval.CROSS_ROWS` to ``before`` and ``after``.
+
+        The trained tester writes suites against the codes the evaluation before RL played
+        (``eval_codes_before.json``). Without that file (a run resumed from a checkpoint written
+        before it existed) or with codes that no longer fit the held-out set, nothing is added.
+        """
+        path = self.run_dir / _BEFORE_CODES
+        if not self.config.has_tester or not self.before or not path.is_file():
+            return
+        codes = json.loads(path.read_text())
+        if len(codes) != len(self.eval_problems) * self.config.eval_samples:
+            self.log(f"{path.name}: {len(codes)} codes do not fit the held-out set; skipped")
+            return
+        on_start = self._evaluate_on_main(codes)
+        before_rows, after_rows = cross_rows(self.before, on_start)
+        self.before.update(before_rows)
+        after.update(after_rows)
 
     def _generate(self, role: str, *args: Any, **kwargs: Any) -> list[Any]:
         """:meth:`RolePolicies.generate` with the role's full parameters (FSDP: collective)."""
@@ -529,7 +574,7 @@ class Trainer:
                     write_text_atomic(self.run_dir / "warm_start.json", json.dumps(sft, indent=2))
                 if cfg.eval_before_after:  # on rank 0 (the others only unshard with it)
                     self.log(f"evaluating on {len(self.eval_problems)} held-out problems ...")
-                    self.before = self._evaluate_on_main()
+                    self.before = self._evaluate_on_main(keep_codes=True)
                     self.log("before RL: " + json.dumps(rounded(self.before)))
                 self.save_checkpoint()
             bar = ProgressBar(
@@ -551,6 +596,7 @@ class Trainer:
             after: dict[str, float] = {}
             if cfg.eval_before_after:
                 after = self._evaluate_on_main()
+                self._tester_on_start_codes(after)
                 self.log("after RL: " + json.dumps(rounded(after)))
                 self.log("\n" + format_summary(self.before, after))
             summary = {"steps": self.step_count, "before": self.before, "after": after}
