@@ -45,15 +45,11 @@ self-play's one model 1,400 interleaved) and 150 RL steps per run, two runs at a
     PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 2 3 4 --jobs 2 \\
         --out runs/paper_table
 
-Measured on an idle 2-core machine: 68 min 20 s wall for the five seeds, 1.04 GB peak per
-process. Per seed: Code-A1 634-908 s (warm start 297-364 s, 150 RL steps 302-558 s), self-play
-650-877 s (warm start 304-373 s, RL 340-510 s), golden 38-46 s, evaluation 32-34 s (four rows;
-58 s with ``self-play-base``). The RL steps vary with how long the players' programs and suites
-run. The script prints its own estimate at the end, from the per-run times it measured (see
-:func:`estimate`). Here a warm-start step took 0.21-0.26 s on average and an RL step 2.0-3.7 s; on a
-loaded machine it is longer (an earlier run beside two other training processes on the 2 cores:
-0.6-0.8 s per coder and 1.5-1.9 s per tester warm-start step, 2.6-7.2 s per RL step). The results
-of that run are in ``docs/results/paper_table/``.
+Measured at 5e14afa on the 2-core machine (its first 10 minutes beside another training run):
+66 min 6 s wall for the five seeds. Per seed: Code-A1 658-957 s (warm start 350-440 s), self-play
+592-962 s, golden 35-72 s, evaluation 34-54 s. The RL steps vary with how long the players'
+programs and suites run. The script prints its own estimate at the end, from the per-run times it
+measured (see :func:`estimate`). The results of that run are in ``docs/results/paper_table/``.
 
 Smoke run (2 seeds, a few steps, a few minutes)::
 
