@@ -105,7 +105,7 @@ def run_seed(seed: int, out: Path, extra: Sequence[str]) -> dict[str, Any]:
             "--output-dir",
             str(run_dir),
             "--no-progress-bar",
-            "--num-threads",  # one core per run (the preset's 2 threads give the same numbers)
+            "--num-threads",  # one core per run (the first command uses the preset's 2)
             "1",
             *extra,
         ]

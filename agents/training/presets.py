@@ -36,8 +36,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         # Code-A1 steps with the paper's 8 suites per code, the tester at lr 5e-4 (at 1e-3 its
         # answers degraded into stray numbers up to the token limit) and the coder at 5e-5 (at
         # 1e-4 it drifted from its warm start and fell on 3 of 5 seeds). Two torch threads, the
-        # two cores here: the warm start and the updates run ~1.5x faster than on one, with
-        # the same numbers (examples/tiny_seeds.py runs two seeds at once on one thread each).
+        # two cores here: the warm start and the updates run ~1.5x faster than on one (the
+        # same metrics over 12 steps; a full run rounds differently late). examples/tiny_seeds.py
+        # runs two seeds at once on one thread each.
         "exp_name": "tiny",
         "coder_model": "builtin:nano",
         "tester_model": "builtin:nano",
