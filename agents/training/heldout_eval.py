@@ -83,13 +83,13 @@ def evaluate(
     """
     duels = [Duel(p) for p in problems for _ in range(samples)]
     if codes is None:
-        codes = coder_codes(problems, generate, samples=samples)
+        codes = _answers("coder", duels, generate)
     if len(codes) != len(duels):
         raise ValueError(f"{len(codes)} codes for {len(duels)} duels ({samples} per problem)")
     for duel, code in zip(duels, codes, strict=True):
         duel.play_code(code, anonymize_code=anonymize_code)
     if with_tester:
-        suites = generate("tester", [observe(d) for d in duels], [duel_info(d) for d in duels])
+        suites = _answers("tester", duels, generate)
         for duel, suite in zip(duels, suites, strict=True):
             duel.play_tests(suite)
     grid = [[[d] for d in duels[i * samples : (i + 1) * samples]] for i in range(len(problems))]
@@ -100,8 +100,11 @@ def evaluate(
 
 def coder_codes(problems: Sequence[Problem], generate: Generate, *, samples: int = 1) -> list[str]:
     """The coder's answers to ``problems``, ``samples`` per problem, as :func:`evaluate` asks."""
-    duels = [Duel(p) for p in problems for _ in range(samples)]
-    return generate("coder", [observe(d) for d in duels], [duel_info(d) for d in duels])
+    return _answers("coder", [Duel(p) for p in problems for _ in range(samples)], generate)
+
+
+def _answers(role: str, duels: Sequence[Duel], generate: Generate) -> list[str]:
+    return generate(role, [observe(d) for d in duels], [duel_info(d) for d in duels])
 
 
 def cross_rows(
@@ -117,8 +120,9 @@ def cross_rows(
         ``(before_rows, after_rows)``, each keyed by the :data:`CROSS_ROWS` keys (only those
         both evaluations have).
     """
-    keys = [(key, source) for key, source, _ in CROSS_ROWS if source in before]
-    keys = [(key, source) for key, source in keys if source in on_start_codes]
+    keys = [
+        (k, source) for k, source, _ in CROSS_ROWS if source in before and source in on_start_codes
+    ]
     return (
         {key: before[source] for key, source in keys},
         {key: on_start_codes[source] for key, source in keys},

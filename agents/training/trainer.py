@@ -66,7 +66,13 @@ from agents.training.distributed import (
     is_sharded,
 )
 from agents.training.groups import GroupedSamples, collapsed, select_tester_codes, step_samples
-from agents.training.heldout_eval import coder_codes, cross_rows, evaluate, format_summary
+from agents.training.heldout_eval import (
+    Generate,
+    coder_codes,
+    cross_rows,
+    evaluate,
+    format_summary,
+)
 from agents.training.metrics import (
     MetricsLogger,
     ProgressBar,
@@ -388,7 +394,7 @@ class Trainer:
             codes=codes,
         )
 
-    def _eval_sampler(self) -> Any:
+    def _eval_sampler(self) -> Generate:
         return self.roles.texts_at(step_seed(self.config.seed, -1, "eval"))
 
     def _evaluate_on_main(
