@@ -201,9 +201,15 @@ def test_an_actor_killed_mid_batch_loses_and_duplicates_nothing(pool: RaySandbox
     # and the pool keeps working at full size
     assert_sleepy_results(pool.run(sleepy_jobs(4, 0.1)), 4)
     assert pool.actors == 2
+    # every slot holds a live actor once the replacement has joined; the victim is not one
+    assert pool.wait_ready() == 2
+    assert len(pool.actor_handles()) == 2
+    assert victim_pids[0] not in [item["pid"] for item in pool.actor_info()]
 
 
 def test_an_actor_killed_between_batches_is_replaced(pool: RaySandbox) -> None:
+    # the previous test's replacement may still be starting when its batch ends
+    assert pool.wait_ready() == 2
     ray.kill(pool.actor_handles()[1])
     time.sleep(0.5)
     assert_sleepy_results(pool.run(sleepy_jobs(6, 0.05)), 6)
@@ -329,3 +335,5 @@ def test_close_stops_the_actors_and_the_ray_it_started(pool: RaySandbox) -> None
     assert gone(pids)
     with pytest.raises(SandboxUnavailable, match="closed"):
         pool.run([Job("x = 1")])
+    with pytest.raises(SandboxUnavailable, match="closed"):
+        pool.wait_ready()

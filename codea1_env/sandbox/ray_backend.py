@@ -400,6 +400,42 @@ class RaySandbox:
         """What each live actor reported when it started (host, pid, workers, worker pids)."""
         return [dict(slot.info) for slot in self._slots if slot.live]
 
+    def wait_ready(self, timeout_s: float = 60.0) -> int:
+        """Wait for replacement actors that are still starting, and let them join the pool.
+
+        A replacement started during a batch joins the pool when the batch sees it start. One
+        still starting when its batch ends joins at the next batch, or here: call this before
+        reading :meth:`actor_handles` or :meth:`actor_info` if every slot must be filled. A
+        replacement that fails to start is dropped here and started again by the next batch.
+
+        Args:
+            timeout_s: How long to wait for the starting actors, in seconds.
+
+        Returns:
+            The number of live actors afterwards.
+
+        Raises:
+            SandboxUnavailable: the sandbox is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise SandboxUnavailable("the sandbox is closed")
+            starting = {s.starting: s for s in self._slots if s.starting is not None}
+            if starting:
+                ready, _ = self._ray.wait(
+                    list(starting), num_returns=len(starting), timeout=timeout_s
+                )
+                for ref in ready:
+                    slot = starting[ref]
+                    try:
+                        slot.info = self._ray.get(ref)
+                    except Exception:  # noqa: BLE001 - the next batch starts it again
+                        self._kill(slot)
+                        continue
+                    slot.starting = None
+                    slot.live = True
+            return sum(1 for slot in self._slots if slot.live)
+
     # ----------------------------------------------------------------- helpers for _Batch
     def _kill(self, slot: _Slot) -> None:
         handle, slot.handle, slot.live, slot.starting = slot.handle, None, False, None
