@@ -26,7 +26,9 @@ evaluation for its three runs). Under ``--out`` the script writes:
   validity@5, mut@5 and discrimination; self-play − self-play-base on all four (what self-play's
   RL did); then the self-collusion table (first vs last 10 steps);
 * ``results.json``: ``per_seed`` (every row of every seed), ``paired_differences``,
-  ``self_collusion`` (per mode and seed, the per-step rates), ``timings`` and ``estimate``;
+  ``self_collusion`` (per mode and seed, the per-step rates), ``timings``, ``estimate`` and
+  ``self_play_lr`` (the RL learning rate of self-play's one model, ``--self-play-lr``) and
+  ``learning_rates`` (what each player's runs trained at, from their ``config.json``);
 * ``comparison.png`` (bars with std error bars), ``collusion.png`` (the monitor's trivial-test
   rate and the always-pass rate per training step, self-play vs Code-A1, mean over seeds with a
   min-max band), ``timings.json`` and each run's ``report/`` (``codea1 report``).
@@ -287,7 +289,7 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
         mode: ``golden``, ``self-play`` or ``code-a1``.
         seed: The run's seed (and its training problems, ``procedural:SEED:train:edge``).
         out: The comparison's output directory (the run goes to ``out/MODE__seedSEED``).
-        args: The command line (``steps``, ``sft_steps``).
+        args: The command line (``steps``, ``sft_steps``, ``self_play_lr``).
 
     Returns:
         Timings: ``kind`` (the mode), ``seed``, ``seconds`` (0 when skipped), ``warm_seconds``,
@@ -302,7 +304,15 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
 
     run_dir = out / f"{mode}__seed{seed}"
     timing: dict[str, Any] = {"kind": mode, "seed": seed, "seconds": 0.0, "skipped": False}
+    lr = args.self_play_lr if mode == "self-play" else None
     if (run_dir / "summary.json").is_file():
+        if lr is not None:
+            trained = json.loads((run_dir / "config.json").read_text()).get("lr")
+            if trained != lr:
+                raise SystemExit(
+                    f"{run_dir} was trained at lr {trained}, not --self-play-lr {lr}: "
+                    "use another --out, or delete that run"
+                )
         print(f"[{mode} seed {seed}] already trained: {run_dir}", flush=True)
         timing["skipped"] = True
         return timing
@@ -320,6 +330,8 @@ def train_row(mode: str, seed: int, out: Path, args: argparse.Namespace) -> dict
         "checkpoint_every": 10**6,
         "keep_checkpoints": 2,
     }
+    if lr is not None:
+        overrides["lr"] = lr
     if args.steps is not None:
         overrides["steps"] = args.steps
     if args.sft_steps is not None:
@@ -584,6 +596,42 @@ def mutation_support(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> str
     )
 
 
+def learning_rates(out: Path, seeds: Sequence[int]) -> dict[str, list[float]]:
+    """The RL learning rates the runs trained at, read from their ``config.json``.
+
+    Returns:
+        Per player (``code-a1 coder``, ``code-a1 tester``, ``golden coder``, ``self-play
+        model``) the distinct rates over ``seeds``, sorted (one entry when all seeds agree);
+        a run without a ``config.json`` is left out.
+    """
+    found: dict[str, set[float]] = {}
+    players = (
+        ("code-a1", "code-a1 coder", False),
+        ("code-a1", "code-a1 tester", True),
+        ("golden", "golden coder", False),
+        ("self-play", "self-play model", False),
+    )
+    for seed in seeds:
+        for mode, player, tester in players:
+            path = out / f"{mode}__seed{seed}" / "config.json"
+            if not path.is_file():
+                continue
+            config = json.loads(path.read_text())
+            rate = (config.get("tester_lr") or config["lr"]) if tester else config["lr"]
+            found.setdefault(player, set()).add(float(rate))
+    return {player: sorted(rates) for player, rates in found.items()}
+
+
+def format_rates(rates: Mapping[str, Sequence[float]]) -> str:
+    """``player lr`` pairs for table.md (``a/b`` where the seeds differ)."""
+    return (
+        "; ".join(
+            f"{player} {'/'.join(f'{r:g}' for r in values)}" for player, values in rates.items()
+        )
+        or "unknown"
+    )
+
+
 def write_outputs(
     out: Path,
     per_seed: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -625,10 +673,12 @@ def write_outputs(
         for mode in COLLUSION_MODES
     }
     collusion = collusion_summary(curves)
+    rates = learning_rates(out, list(per_seed))
     seeds = ", ".join(str(s) for s in per_seed)
     (out / "table.md").write_text(
         f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
-        f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds.\n\n"
+        f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds. "
+        f"RL learning rates: {format_rates(rates)}.\n\n"
         f"{table}\n\n{mutation_support(per_seed)}\n\n"
         f"## Paired differences over seeds\n\n"
         f"Per seed the row's metric minus the baseline's, then the mean over seeds with a 95% "
@@ -647,6 +697,7 @@ def write_outputs(
             "summary": collusion,
             "curves": {m: {str(s): _finite(c) for s, c in by.items()} for m, by in curves.items()},
         },
+        "learning_rates": rates,
         **(extra or {}),
     }
     (out / "results.json").write_text(json.dumps(results))
@@ -789,6 +840,8 @@ def earlier_timings(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 def main() -> None:
     """Train, evaluate and write the comparison (see the module docstring)."""
+    from agents.training.presets import PRESETS
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -803,6 +856,16 @@ def main() -> None:
         help=(
             f"warm-start steps per role (preset: {PRESET_FULL['coder']} coder, "
             f"{PRESET_FULL['tester']} tester)"
+        ),
+    )
+    parser.add_argument(
+        "--self-play-lr",
+        type=float,
+        default=None,
+        help=(
+            "RL learning rate of self-play's one model (preset: the coder's lr, "
+            f"{PRESETS['tiny']['lr']:g}; Code-A1's tester trains at "
+            f"{PRESETS['tiny']['tester_lr']:g})"
         ),
     )
     parser.add_argument("--eval-problems", type=int, default=48, help="held-out problems")
@@ -846,7 +909,14 @@ def main() -> None:
         executor.shutdown(cancel_futures=True)
     guess = estimate(timings, 5, args.jobs)
     table = write_outputs(
-        out, dict(sorted(per_seed.items())), args.samples, {"timings": timings, "estimate": guess}
+        out,
+        dict(sorted(per_seed.items())),
+        args.samples,
+        {
+            "timings": timings,
+            "estimate": guess,
+            "self_play_lr": args.self_play_lr or PRESETS["tiny"]["lr"],
+        },
     )
     print(table)
     print(format_paired(paired_differences(per_seed)))

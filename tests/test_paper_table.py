@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import math
@@ -168,3 +169,39 @@ def test_a_rerun_keeps_the_times_measured_when_the_runs_were_trained(
     path.write_text('{"kind": "eval"}')
     with pytest.raises(ValueError, match="timings.json"):
         table.earlier_timings(path)
+
+
+def _trained(run_dir: Path, lr: float, tester_lr: float | None) -> None:
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps({"lr": lr, "tester_lr": tester_lr}))
+    (run_dir / "summary.json").write_text("{}")
+
+
+def test_the_learning_rates_are_read_from_the_runs(table: ModuleType, tmp_path: Path) -> None:
+    for seed, self_play_lr in ((0, 5e-5), (1, 5e-4)):
+        _trained(tmp_path / f"code-a1__seed{seed}", 5e-5, 5e-4)
+        _trained(tmp_path / f"self-play__seed{seed}", self_play_lr, 5e-4)
+    rates = table.learning_rates(tmp_path, [0, 1])
+    assert rates == {
+        "code-a1 coder": [5e-5],
+        "code-a1 tester": [5e-4],
+        "self-play model": [5e-5, 5e-4],
+    }
+    assert table.format_rates(rates) == (
+        "code-a1 coder 5e-05; code-a1 tester 0.0005; self-play model 5e-05/0.0005"
+    )
+    assert table.format_rates({}) == "unknown"
+
+
+def test_a_run_trained_at_another_self_play_lr_is_not_reused(
+    table: ModuleType, tmp_path: Path
+) -> None:
+    _trained(tmp_path / "self-play__seed0", 5e-5, 5e-4)
+    args = argparse.Namespace(self_play_lr=5e-4, steps=None, sft_steps=None)
+    with pytest.raises(SystemExit, match="trained at lr 5e-05, not --self-play-lr 0.0005"):
+        table.train_row("self-play", 0, tmp_path, args)
+    same = argparse.Namespace(self_play_lr=5e-5, steps=None, sft_steps=None)
+    assert table.train_row("self-play", 0, tmp_path, same)["skipped"] is True
+    # the other modes never look at it
+    _trained(tmp_path / "code-a1__seed0", 5e-5, 5e-4)
+    assert table.train_row("code-a1", 0, tmp_path, args)["skipped"] is True
