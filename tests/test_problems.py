@@ -520,6 +520,8 @@ def test_procedural_source_arguments() -> None:
         ("procedural", ProceduralSource, 10_000),
         ("procedural:7", ProceduralSource, 10_000),
         ("procedural:7:test", ProceduralSource, 500),
+        ("procedural:7:test:edge", ProceduralSource, 500),
+        ("procedural:7:train:edge+step", ProceduralSource, 10_000),
         (f"jsonl:{DATA / 'problems_codea1.jsonl'}", JsonlSource, 3),
         (f"kodcode:{DATA / 'kodcode_sample.jsonl'}", JsonlSource, 3),
         (f"mbpp:{DATA / 'mbpp_sample.jsonl'}", JsonlSource, 2),
@@ -537,11 +539,34 @@ def test_load_source_specs(spec: str, kind: type, size: int | None) -> None:
 
 
 @pytest.mark.parametrize(
-    "spec", ["", "  ", "nope", "jsonl:", "procedural:x", "procedural:1:dev", "hf:", "data.csv"]
+    "spec",
+    [
+        "",
+        "  ",
+        "nope",
+        "jsonl:",
+        "procedural:x",
+        "procedural:1:dev",
+        "procedural:1:test:",
+        "procedural:1::edge",
+        "procedural:1:test:edge+",
+        "procedural:1:test:nosuch",
+        "hf:",
+        "data.csv",
+    ],
 )
 def test_load_source_rejects_bad_specs(spec: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="problem source|procedural spec"):
         load_source(spec)
+
+
+def test_load_source_family_spec_draws_only_those_families() -> None:
+    source = load_source("procedural:3:test:edge")
+    assert isinstance(source, ProceduralSource)
+    assert source.families == ("edge",) and source.split == "test" and source.seed == 3
+    assert load_source("procedural:3:train:edge+step").families == ("edge", "step")
+    with pytest.raises(ValueError, match="'procedural:3:test:nosuch'.*unknown families"):
+        load_source("procedural:3:test:nosuch")
 
 
 # --- Hugging Face (simulated: no network in tests) ---------------------------------------------

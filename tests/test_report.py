@@ -242,3 +242,25 @@ def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for bad in ("1", "-0.5", "x"):
         with pytest.raises(SystemExit):
             parser.parse_args([str(run), "--smoothing", bad])
+
+
+def test_report_plays_duels_on_a_procedural_family_run(tmp_path: Path) -> None:
+    """A run on ``procedural:SEED:SPLIT:FAMILY`` (the tiny preset's spec) gets played duels."""
+    from agents.training.config import from_preset
+    from agents.training.trainer import Trainer
+
+    run = tmp_path / "run"
+    cfg = from_preset(
+        "nano",
+        steps=1,
+        problems="procedural:0:train:edge",
+        eval_problems="procedural:0:test:edge",
+        output_dir=str(run),
+    )
+    Trainer(cfg, log=lambda _m: None).train()
+    assert not list(run.glob("duels*.jsonl"))  # so the report has to play them
+    text = write_report(run, duels=2).read_text()
+    assert "none could be played" not in text
+    assert "of 4 duels played with the latest checkpoint on held-out problems" in text
+    # the held-out split of the edge family (ids from 1e9 on), as the run evaluated it
+    assert "<td><b>proc/0/100000000" in text and "<b>proc/0/0</b>" not in text

@@ -294,7 +294,12 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _duels_html(duels: Sequence[Mapping[str, Any]], note: str, n: int = SHOWN_DUELS) -> str:
+def _duels_html(
+    duels: Sequence[Mapping[str, Any]],
+    note: str,
+    n: int = SHOWN_DUELS,
+    origin: str = "logged duels",
+) -> str:
     if not duels:
         return (
             f"<p>No example duels: {html.escape(note)}; so no duel in which a kept test "
@@ -303,7 +308,8 @@ def _duels_html(duels: Sequence[Mapping[str, Any]], note: str, n: int = SHOWN_DU
     shown = pick_duels(duels, n)
     n_broken = sum(1 for d in duels if broke_the_code(d))
     lines = [
-        f"<p>{len(shown)} of {len(duels)} logged duels; the tester broke the code (a kept test "
+        f"<p>{len(shown)} of {len(duels)} {html.escape(origin)}; the tester broke the code "
+        "(a kept test "
         f"failed) in {n_broken}.</p>",
         "<table><tr><th>problem</th><th>code</th><th>tests</th><th>verdicts</th>"
         "<th>rewards</th></tr>",
@@ -352,6 +358,7 @@ def render_html(
     *,
     shown_duels: int = SHOWN_DUELS,
     smoothing: float = DEFAULT_SMOOTHING,
+    duels_origin: str = "logged duels",
 ) -> str:
     """The self-contained page (plots embedded as base64 PNG data URIs).
 
@@ -361,6 +368,7 @@ def render_html(
         duels_note: Why there are no example duels, when there are none.
         shown_duels: Most example duels in the table (see :func:`pick_duels`).
         smoothing: The EMA weight the plots were drawn with (named in the page).
+        duels_origin: Where the example duels came from, as the page names them.
 
     """
     rows = data.rows
@@ -407,7 +415,7 @@ after RL (star, last step) from summary.json.</p>
 <div class="plots">{images or "<p>No metrics to plot.</p>"}</div>
 <h2>Reward-hacking monitor</h2>{monitor}
 <h2>Evaluation before and after RL</h2>{_summary_html(data.summary)}
-<h2>Example duels</h2>{_duels_html(data.duels, duels_note, shown_duels)}
+<h2>Example duels</h2>{_duels_html(data.duels, duels_note, shown_duels, duels_origin)}
 <h2>Last step</h2><table>{headline}</table>
 </body></html>
 """
@@ -441,13 +449,17 @@ def write_report(
     out = Path(out_dir) if out_dir is not None else data.run_dir / "report"
     plots = plot_run(data.rows, out, smoothing=smoothing, summary=data.summary)
     note = "the run logged no duels (no duels*.jsonl)"
+    origin = "logged duels"
     if not data.duels and duels > 0:
         try:
             data.duels = play_example_duels(data.run_dir, 2 * duels)
             shown_duels = duels
+            origin = "duels played with the latest checkpoint on held-out problems"
         except (ImportError, ValueError, FileNotFoundError, KeyError) as exc:
             note = f"the run logged no duels (no duels*.jsonl) and none could be played ({exc})"
     page = out / "report.html"
-    html_text = render_html(data, plots, note, shown_duels=shown_duels, smoothing=smoothing)
+    html_text = render_html(
+        data, plots, note, shown_duels=shown_duels, smoothing=smoothing, duels_origin=origin
+    )
     page.write_text(html_text, encoding="utf-8")
     return page

@@ -47,29 +47,18 @@ def step_seed(seed: int, step: int, role: str) -> int:
 
 
 def resolve_source(spec: str) -> Any:
-    """Return the problem source for a spec.
+    """Return the problem source for a spec: :func:`codea1_env.problems.load_source`.
 
-    ``procedural:SEED:SPLIT:FAMILIES`` (``FAMILIES`` joined by ``+``, e.g.
-    ``procedural:0:test:step+range``) restricts the procedural family; every other spec goes to
-    :func:`codea1_env.problems.load_source` (``bank``, ``procedural:SEED[:train|test]``, ...).
+    Kept as the trainer's name for it; every spec form (``bank``,
+    ``procedural:SEED[:train|test[:FAMILY+...]]``, ``jsonl:PATH``, ...) is parsed there, so a
+    run's ``problems``/``eval_problems`` mean the same to the trainer, the evaluator and the
+    report.
 
     Raises:
         ValueError: a malformed spec (from the source, which names it).
     """
     from codea1_env import problems as problem_sources
 
-    parts = spec.split(":")
-    if parts[0] == "procedural" and len(parts) == 4:
-        seed, split, families = parts[1], parts[2], parts[3].split("+")
-        if split not in ("train", "test") or not seed.isdigit():
-            raise ValueError(
-                f"bad procedural spec {spec!r}; expected 'procedural:SEED:train|test:FAMILY+...'"
-            )
-        return problem_sources.ProceduralSource(
-            seed=int(seed),
-            split=split,  # type: ignore[arg-type]
-            families=families,
-        )
     return problem_sources.load_source(spec)
 
 

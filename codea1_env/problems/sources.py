@@ -44,7 +44,8 @@ __all__ = [
 ]
 
 _SPEC_HELP = (
-    "expected 'bank', 'humaneval', 'procedural', 'procedural:SEED[:train|test]', 'jsonl:PATH', "
+    "expected 'bank', 'humaneval', 'procedural', 'procedural:SEED[:train|test[:FAMILY+...]]', "
+    "'jsonl:PATH', "
     "'kodcode:PATH', 'mbpp:PATH', 'stdio:PATH', 'hf:NAME[:SPLIT]' or a path ending in .jsonl"
 )
 
@@ -281,7 +282,9 @@ def load_source(spec: str) -> ProblemSource:
     """Build a source from a spec string.
 
     Specs: ``"bank"``, ``"humaneval"``, ``"procedural"`` (seed 0, train split),
-    ``"procedural:SEED"``, ``"procedural:SEED:test"``, ``"jsonl:PATH"`` (package schema),
+    ``"procedural:SEED"``, ``"procedural:SEED:test"``, ``"procedural:SEED:SPLIT:FAMILIES"``
+    (``FAMILIES`` joined by ``+``, e.g. ``procedural:0:test:step+range``: only those families),
+    ``"jsonl:PATH"`` (package schema),
     ``"kodcode:PATH"``, ``"mbpp:PATH"``, ``"stdio:PATH"`` (dataset layouts),
     ``"hf:NAME[:SPLIT]"`` (Hugging Face; layout guessed from the name: ``kodcode`` for names
     containing "kodcode", ``mbpp`` for "mbpp", ``stdio`` for "code_contests"/"codecontests",
@@ -315,10 +318,23 @@ def load_source(spec: str) -> ProblemSource:
 def _procedural(rest: str, spec: str) -> ProceduralSource:
     if not rest:
         return ProceduralSource()
-    seed_text, _, split = rest.partition(":")
-    if not seed_text.isdigit() or split not in ("", "train", "test"):
-        raise ValueError(f"bad procedural spec {spec!r}; expected 'procedural:SEED[:train|test]'")
-    return ProceduralSource(seed=int(seed_text), split="test" if split == "test" else "train")
+    seed_text, _, tail = rest.partition(":")
+    split, _, family_text = tail.partition(":")
+    families = family_text.split("+") if family_text else None
+    if (
+        not seed_text.isdigit()
+        or split not in ("", "train", "test")
+        or (":" in tail and (not split or not family_text or "" in (families or [])))
+    ):
+        raise ValueError(
+            f"bad procedural spec {spec!r}; expected 'procedural:SEED[:train|test[:FAMILY+...]]'"
+        )
+    try:
+        return ProceduralSource(
+            seed=int(seed_text), split="test" if split == "test" else "train", families=families
+        )
+    except ValueError as error:  # an unknown family: say which spec named it
+        raise ValueError(f"bad procedural spec {spec!r}: {error}") from None
 
 
 def _guess_layout(name: str) -> str:
