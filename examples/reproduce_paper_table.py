@@ -53,6 +53,13 @@ Measured at 5e14afa on the 2-core machine (its first 10 minutes beside another t
 programs and suites run. The script prints its own estimate at the end, from the per-run times it
 measured (see :func:`estimate`). The results of that run are in ``docs/results/paper_table/``.
 
+Self-play's one model trains at the preset's ``lr`` (the coder's, 5e-5); Code-A1's tester at
+``tester_lr`` (5e-4). ``--self-play-lr 5e-4`` puts the self-play model at the tester's rate (a
+rerun into a copy of ``--out`` reuses the Code-A1 and golden runs and retrains self-play; a
+self-play run trained at another rate is refused). Measured that way at 8caefe8: 36 min 9 s for
+the five self-play runs and the evaluations; the results are in
+``docs/results/paper_table_self_play_lr5e-4/``.
+
 Smoke run (2 seeds, a few steps, a few minutes)::
 
     PYTHONPATH=. python examples/reproduce_paper_table.py --seeds 0 1 --jobs 2 --steps 2 \\
