@@ -56,7 +56,7 @@ measured (see :func:`estimate`). The results of that run are in ``docs/results/p
 Self-play's one model trains at the preset's ``lr`` (the coder's, 5e-5); Code-A1's tester at
 ``tester_lr`` (5e-4). ``--self-play-lr 5e-4`` puts the self-play model at the tester's rate (a
 rerun into a copy of ``--out`` reuses the Code-A1 and golden runs and retrains self-play; a
-self-play run trained at another rate is refused). Measured that way at 8caefe8: 36 min 9 s for
+self-play run trained at another rate is refused). Measured that way at 913d2b5: 36 min 9 s for
 the five self-play runs and the evaluations; the results are in
 ``docs/results/paper_table_self_play_lr5e-4/``.
 
