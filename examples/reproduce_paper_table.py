@@ -26,9 +26,8 @@ evaluation for its three runs). Under ``--out`` the script writes:
   validity@5, mut@5 and discrimination; self-play − self-play-base on all four (what self-play's
   RL did); then the self-collusion table (first vs last 10 steps);
 * ``results.json``: ``per_seed`` (every row of every seed), ``paired_differences``,
-  ``self_collusion`` (per mode and seed, the per-step rates), ``timings``, ``estimate`` and
-  ``self_play_lr`` (the RL learning rate of self-play's one model, ``--self-play-lr``) and
-  ``learning_rates`` (what each player's runs trained at, from their ``config.json``);
+  ``self_collusion`` (per mode and seed, the per-step rates), ``learning_rates`` (what each
+  player's runs trained at, from their ``config.json``), ``timings`` and ``estimate``;
 * ``comparison.png`` (bars with std error bars), ``collusion.png`` (the monitor's trivial-test
   rate and the always-pass rate per training step, self-play vs Code-A1, mean over seeds with a
   min-max band), ``timings.json`` and each run's ``report/`` (``codea1 report``).
@@ -919,11 +918,7 @@ def main() -> None:
         out,
         dict(sorted(per_seed.items())),
         args.samples,
-        {
-            "timings": timings,
-            "estimate": guess,
-            "self_play_lr": args.self_play_lr or PRESETS["tiny"]["lr"],
-        },
+        {"timings": timings, "estimate": guess},
     )
     print(table)
     print(format_paired(paired_differences(per_seed)))

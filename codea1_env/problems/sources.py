@@ -318,14 +318,11 @@ def load_source(spec: str) -> ProblemSource:
 def _procedural(rest: str, spec: str) -> ProceduralSource:
     if not rest:
         return ProceduralSource()
-    seed_text, _, tail = rest.partition(":")
-    split, _, family_text = tail.partition(":")
-    families = family_text.split("+") if family_text else None
-    if (
-        not seed_text.isdigit()
-        or split not in ("", "train", "test")
-        or (":" in tail and (not split or not family_text or "" in (families or [])))
-    ):
+    seed_text, *more = rest.split(":")
+    split = more[0] if more else ""
+    families = more[1].split("+") if len(more) == 2 else None
+    splits = ("train", "test") if families is not None else ("", "train", "test")
+    if len(more) > 2 or not seed_text.isdigit() or split not in splits or "" in (families or ()):
         raise ValueError(
             f"bad procedural spec {spec!r}; expected 'procedural:SEED[:train|test[:FAMILY+...]]'"
         )

@@ -426,17 +426,21 @@ class RaySandbox:
                     list(starting), num_returns=len(starting), timeout=timeout_s
                 )
                 for ref in ready:
-                    slot = starting[ref]
-                    try:
-                        slot.info = self._ray.get(ref)
-                    except Exception:  # noqa: BLE001 - the next batch starts it again
-                        self._kill(slot)
-                        continue
-                    slot.starting = None
-                    slot.live = True
+                    self._join(starting[ref])  # one that failed is started again by a batch
             return sum(1 for slot in self._slots if slot.live)
 
     # ----------------------------------------------------------------- helpers for _Batch
+    def _join(self, slot: _Slot) -> str | None:
+        """Let ``slot``'s started actor join the pool; on a failed start kill it, say why."""
+        try:
+            slot.info = self._ray.get(slot.starting)
+        except Exception as exc:  # noqa: BLE001 - the actor's own start failed
+            self._kill(slot)
+            return _reason(exc)
+        slot.starting = None
+        slot.live = True
+        return None
+
     def _kill(self, slot: _Slot) -> None:
         handle, slot.handle, slot.live, slot.starting = slot.handle, None, False, None
         slot.in_flight_jobs = slot.in_flight_chunks = 0
@@ -557,16 +561,11 @@ class _Batch:
             self._fail(slot, "it held a chunk past the chunk's deadline (frozen?)")
 
     def _started(self, slot: _Slot) -> None:
-        try:
-            slot.info = self.ray.get(slot.starting)
-        except Exception as exc:  # noqa: BLE001 - the replacement failed to start
-            self.last_reason = f"a replacement actor could not start: {_reason(exc)}"
-            self.pool._kill(slot)
+        reason = self.pool._join(slot)
+        if reason is not None:  # the replacement failed to start
+            self.last_reason = f"a replacement actor could not start: {reason}"
             slot.failures_in_a_row += 1
             self._restart(slot)
-            return
-        slot.starting = None
-        slot.live = True
 
     def _finished(self, ref: Any) -> None:
         flight = self.flights[ref]
