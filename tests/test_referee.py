@@ -193,3 +193,50 @@ def test_non_literal_expectation_is_evaluated_in_the_sandbox(referee):
     j = referee.judge(THRESHOLD, [GT], [["assert f(11) == int('1')"]], update_book=False)
     grading = j.suites[0][0].grading
     assert grading is not None and grading.n_valid == 1
+
+
+def test_judge_many_holds_the_collector_off_and_leaves_it_as_it_found_it(referee, monkeypatch):
+    import gc
+
+    from codea1_env.scoring import referee as referee_module
+
+    seen = []
+    original = referee_module.score_plan
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(referee_module, "score_plan", spy)
+    assert gc.isenabled()
+    referee.judge(THRESHOLD, [GT], [["assert f(1) == 0"]])
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        referee.judge(THRESHOLD, [GT], [["assert f(1) == 0"]])
+        assert not gc.isenabled()  # a caller's own choice is kept
+    finally:
+        gc.enable()
+
+
+def test_paused_gc_nests_across_threads():
+    import gc
+    import threading
+
+    from codea1_env.scoring.gcpause import paused_gc
+
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with paused_gc():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other)
+    with paused_gc():
+        thread.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()  # the other thread is still scoring
+    release.set()
+    thread.join(10)
+    assert gc.isenabled()

@@ -19,7 +19,7 @@ from codea1_env.scoring.plan import Plan, call_key, make_job
 from codea1_env.scoring.verdicts import Judgement
 from codea1_env.stability import StabilityOptions
 
-__all__ = ["apply_judgement", "bound_book", "drop_stale", "refresh_jobs"]
+__all__ = ["apply_judgement", "book_metrics", "bound_book", "drop_stale", "refresh_jobs"]
 
 RefreshWork = list[tuple[Problem, list[BookEntry]]]
 """The problems whose stored tests a refresh re-runs, with those entries."""
@@ -52,6 +52,21 @@ def bound_book(book: MistakeBook, stability: StabilityOptions) -> int:
     if per_problem is None and total is None:
         return 0
     return book.evict(per_problem=per_problem, total=total)
+
+
+def book_metrics(
+    book: MistakeBook,
+    judged: Sequence[tuple[str, Judgement]],
+    evicted: int,
+    refreshed: int,
+) -> None:
+    """Set the book's metrics of each ``(task id, judgement)`` of a batch, after its upkeep."""
+    total = float(book.size())
+    for task_id, judgement in judged:
+        judgement.metrics["mistake_book/size"] = float(book.size(task_id))
+        judgement.metrics["mistake_book/total_size"] = total
+        judgement.metrics["mistake_book/evicted"] = float(evicted)
+        judgement.metrics["mistake_book/refresh_dropped"] = float(refreshed)
 
 
 def refresh_jobs(

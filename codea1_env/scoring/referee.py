@@ -45,7 +45,14 @@ from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
-from codea1_env.scoring.book import apply_judgement, bound_book, drop_stale, refresh_jobs
+from codea1_env.scoring.book import (
+    apply_judgement,
+    book_metrics,
+    bound_book,
+    drop_stale,
+    refresh_jobs,
+)
+from codea1_env.scoring.gcpause import paused_gc
 from codea1_env.scoring.materialize import apply_inputs, inputs_jobs
 from codea1_env.scoring.monitor import monitor_referee_batch
 from codea1_env.scoring.plan import (
@@ -176,6 +183,15 @@ class Referee:
             raise ValueError(
                 f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
             )
+        with paused_gc():  # see gcpause.py: the collector costs 10-30% of scoring otherwise
+            return self._judge_many(batch, update_book, candidate_limits)
+
+    def _judge_many(
+        self,
+        batch: Sequence[tuple[Problem, Sequence[str], Sequence[Sequence[str]]]],
+        update_book: bool,
+        candidate_limits: Sequence[Limits | None] | None,
+    ) -> list[Judgement]:
         plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
         for plan, item_limits in zip(plans, candidate_limits or ()):
             plan.limits = item_limits
@@ -255,14 +271,8 @@ class Referee:
             every = self.stability.book_refresh_every
             if every and self._batches % every == 0:
                 refreshed = self.refresh_book([plan.problem for plan in plans])
-        total = float(self.mistake_book.size())
-        for plan, judgement in zip(plans, judgements):
-            judgement.metrics["mistake_book/size"] = float(
-                self.mistake_book.size(plan.problem.task_id)
-            )
-            judgement.metrics["mistake_book/total_size"] = total
-            judgement.metrics["mistake_book/evicted"] = float(evicted)
-            judgement.metrics["mistake_book/refresh_dropped"] = float(refreshed)
+        judged = [(plan.problem.task_id, judgement) for plan, judgement in zip(plans, judgements)]
+        book_metrics(self.mistake_book, judged, evicted, refreshed)
         return judgements
 
     def refresh_book(self, problems: Sequence[Problem]) -> int:
