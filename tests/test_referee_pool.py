@@ -1,0 +1,133 @@
+"""RefereePool: the same judgements and the same mistake book as one referee, in processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+from typing import Any
+
+import pytest
+
+from codea1_env.mistake_book import InMemoryMistakeBook
+from codea1_env.problems import load_source
+from codea1_env.scoring.mutation import generate_mutants
+from codea1_env.scoring.pool import RefereePool, RefereePoolError
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
+from codea1_env.stability import StabilityOptions
+
+PROBLEMS = [
+    "bank/reverse_words",
+    "bank/is_palindrome",
+    "bank/run_length_encode",
+    "bank/caesar_shift",
+    "bank/count_vowels",
+    "bank/longest_common_prefix",
+]
+
+
+def _fenced(program: str) -> str:
+    return f"```python\n{program}\n```"
+
+
+def _items(offset: int) -> list[tuple[Any, list[str], list[list[str]]]]:
+    """A batch: GT, mutants and junk codes; suites of GT tests, wrong claims and junk text."""
+    source = load_source("bank")
+    items = []
+    for number, task_id in enumerate(PROBLEMS):
+        problem = source[task_id]
+        mutants = [m.source for m in generate_mutants(problem.gt_program)][:2]
+        codes = [_fenced(problem.gt_program), *(_fenced(m) for m in mutants), "no code at all"]
+        tests = list(problem.tests)
+        suites = []
+        for index in range(len(codes)):
+            start = (index + offset + number) % len(tests)
+            kept = tests[start:] + tests[:start]
+            wrong = kept[0].rsplit("==", 1)[0] + "== 123456789"
+            suites.append(["\n".join(kept[:3]), "\n".join([wrong, *kept[3:5]]), "assert True"])
+        items.append((problem, codes, suites))
+    # a problem twice in one batch: both items are scored, in their order, by one process
+    return items + [items[offset % len(items)]]
+
+
+def _plain(judgement: Any) -> Any:
+    """A judgement without what varies from run to run (call durations, sandbox seconds)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in ("duration_s",)}
+        if isinstance(value, (list, tuple)):
+            return [strip(v) for v in value]
+        return value
+
+    data = strip(dataclasses.asdict(judgement))
+    data["metrics"].pop("sandbox/seconds")
+    return data
+
+
+STABILITY = StabilityOptions(
+    quality_filter=True,
+    always_pass_after=2,
+    book_capacity_per_problem=3,
+    book_capacity_total=12,
+    book_refresh_every=2,
+)
+
+
+def test_the_pool_judges_as_one_referee_does(shared_sandbox):
+    single = Referee(
+        sandbox=shared_sandbox, mistake_book=InMemoryMistakeBook(), stability=STABILITY
+    )
+    with RefereePool(processes=2, sandbox_workers=1, stability=STABILITY) as pool:
+        assert pool.isolation().layers == shared_sandbox.isolation().layers
+        for offset in range(3):
+            batch = _items(offset)
+            ours = pool.judge_many(batch)
+            theirs = single.judge_many(batch)
+            assert [_plain(j) for j in ours] == [_plain(j) for j in theirs]
+            assert pool.mistake_book.to_dict() == single.mistake_book.to_dict()
+        assert pool.mistake_book.size() > 0  # the batches did exercise the book
+        assert any(j.metrics["mistake_book/evicted"] for j in ours)
+        # the GT of every problem ran once per process that owns it: the caches are warm
+        assert pool.stats["jobs"] > 0
+        assert pool.refresh_book([p for p, _, _ in batch]) == single.refresh_book(
+            [p for p, _, _ in batch]
+        )
+
+
+def test_golden_mode_reads_and_writes_no_book(shared_sandbox):
+    config = RewardConfig(mode="golden")
+    single = Referee(sandbox=shared_sandbox, reward_config=config)
+    with RefereePool(processes=2, sandbox_workers=1, reward_config=config) as pool:
+        batch = _items(0)
+        assert [_plain(j) for j in pool.judge_many(batch)] == [
+            _plain(j) for j in single.judge_many(batch)
+        ]
+        assert pool.mistake_book.size() == 0
+
+
+def test_bad_arguments_and_a_dead_process_get_clear_errors():
+    with pytest.raises(ValueError, match="processes must be at least 1"):
+        RefereePool(processes=0)
+    with pytest.raises(ValueError, match="sandbox_workers must be at least 1"):
+        RefereePool(processes=1, sandbox_workers=0)
+    pool = RefereePool(processes=2, sandbox_workers=1)
+    batch = _items(0)
+    with pytest.raises(ValueError, match="candidate_limits"):
+        pool.judge_many(batch, candidate_limits=[None])
+    assert pool.judge_many([]) == []
+    before = pool.mistake_book.to_dict()
+    os.kill(pool._procs[1].pid, signal.SIGKILL)
+    pool._procs[1].join(timeout=10)
+    with pytest.raises(RefereePoolError, match="referee process 1"):
+        pool.judge_many(batch)
+    assert pool.mistake_book.to_dict() == before  # nothing of the failed batch was applied
+    with pytest.raises(RefereePoolError, match="closed"):
+        pool.judge_many(batch)
+    pool.close()  # idempotent
+
+
+def test_a_sandbox_that_cannot_start_is_reported_with_its_error():
+    with pytest.raises(RefereePoolError, match="could not start"):
+        RefereePool(processes=1, backend="no-such-backend")
