@@ -10,12 +10,24 @@ timeout, not the harness (``--keep-hanging`` keeps them). The workload is genera
 and the untimed screening pass fills a mistake book, so that every timed pass replays up to 8 stored
 tests per code and updates the book, as a training step that revisits problems does.
 
-Two sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
+Three sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
 
 ``referee``
     :meth:`Referee.judge_many` over batches of ``--batch`` problems, a fresh referee each pass
     (cold GT cache) over a copy of the warm book, one warm :class:`LocalSandbox` with one worker
     per core (every isolation layer this machine allows).
+
+``referee_processes``
+    The same batches through :class:`~codea1_env.scoring.pool.RefereePool`: ``--processes``
+    referee processes (spawned), each with its own referee and its own :class:`LocalSandbox` of
+    ``--process-workers`` workers; each problem is owned by one process, the pool keeps the one
+    book (a copy of the warm book) in this process and applies the processes' rule-8 updates to
+    it. A referee's own work is serial (plan, parse, wait for the sandbox, grade): with one, a
+    core idles while it plans and grades; with several, the others fill it. A fresh pool each pass
+    (cold GT caches, as the fresh single referee; started and warmed on bank problems outside the
+    workload, untimed). Its rewards are compared with the single referee's
+    (``rewards_same_as_one_process``: the pool gives the same judgements by construction).
+    ``--processes 0`` skips this side.
 
 ``authors_layout``
     The layout of the authors' harness (Code-A1 ``code/rl/reward.py``, ``evaluate``), written
@@ -86,6 +98,7 @@ from codea1_env.scoring import plan as plan_module
 from codea1_env.scoring import referee as referee_module
 from codea1_env.scoring import score as score_module
 from codea1_env.scoring.mutation import generate_mutants
+from codea1_env.scoring.pool import RefereePool
 from codea1_env.scoring.referee import Referee
 from codea1_env.scoring.rewards import RewardConfig
 
@@ -260,6 +273,60 @@ def referee_pass(
     out["share_outside_sandbox_run"] = round(1.0 - sandbox_s / out["seconds"], 4)
     out["jobs"] = int(referee.stats["jobs"])
     out["calls_per_duel"] = round(referee.stats["calls"] / n, 2)
+    return out, judgements
+
+
+# ---------------------------------------------------------------------------------- processes
+def _rewards(judgement: Any) -> tuple[Any, ...]:
+    """A judgement's tester and code-vs-suite rewards, for comparing two runs exactly."""
+    pairs = tuple(tuple(v.coder_pair_reward for v in row) for row in judgement.suites)
+    return judgement.tester_rewards, pairs
+
+
+def _descendants(roots: Sequence[int]) -> list[int]:
+    """``roots`` and every live process below them (``/proc``)."""
+    children: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children[ppid].append(int(entry))
+    found, stack = [], list(roots)
+    while stack:
+        pid = stack.pop()
+        found.append(pid)
+        stack.extend(children.get(pid, ()))
+    return found
+
+
+def pool_pass(
+    duels: Duels, batch: int, book: MistakeBook, processes: int, workers: int
+) -> tuple[dict[str, Any], list[Any]]:
+    """One timed pass through a fresh :class:`RefereePool` (cold GT caches, as a fresh referee).
+
+    Untimed before it: the processes start, and each scores one bank problem outside the
+    workload (its zygotes warm, as the single side's sandbox is); the book is not touched.
+    """
+    warm_problems = [load_source("bank")[i] for i in load_source("bank").ids()[:processes]]
+    warm = [(p, [_fenced(p.gt_program)], [[]]) for p in warm_problems]
+    n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
+    with RefereePool(processes, sandbox_workers=workers, mistake_book=copy_book(book)) as pool:
+        pool.judge_many(warm, update_book=False)
+        pids = _descendants(pool.pids)
+        meter = Meter(pids)
+        judgements: list[Any] = []
+        for chunk in batches(duels, batch):
+            judgements.extend(pool.judge_many(chunk))
+        out = meter.stop(n)
+    # this process only deals and collects; the referee processes are the parents here
+    out["dealing_cpu_ms_per_duel"] = out.pop("parent_cpu_ms_per_duel")
+    out.pop("main_thread_cpu_ms_per_duel")
+    out["referee_processes_cpu_ms_per_duel"] = out.pop("sandbox_workers_cpu_ms_per_duel")
+    out.pop("children_cpu_ms_per_duel")
     return out, judgements
 
 
@@ -687,7 +754,8 @@ def _best(samples: list[dict[str, Any]]) -> dict[str, Any]:
     best = dict(max(samples, key=lambda s: s["duels_per_s"]))
     best["samples_duels_per_s"] = [s["duels_per_s"] for s in samples]
     for key in ("cpu_ms_per_duel", "parent_cpu_ms_per_duel", "main_thread_cpu_ms_per_duel"):
-        best[f"min_{key}"] = min(s[key] for s in samples)
+        if key in best:
+            best[f"min_{key}"] = min(s[key] for s in samples)
     return best
 
 
@@ -701,6 +769,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, default=8, help="problems per judge_many call")
     parser.add_argument("--repeats", type=int, default=3, help="timed passes per side")
     parser.add_argument("--workers", type=int, default=None, help="default: os.cpu_count()")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=None,
+        help="referee processes of the referee_processes side (default: os.cpu_count(); 0: skip)",
+    )
+    parser.add_argument(
+        "--process-workers",
+        type=int,
+        default=None,
+        help="sandbox workers of each referee process (default: os.cpu_count())",
+    )
     parser.add_argument("--no-authors", action="store_true", help="skip the authors' layout")
     parser.add_argument("--profile", action="store_true", help="add a cProfile pass")
     parser.add_argument(
@@ -715,6 +795,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
     workers = args.workers or cores
+    processes = cores if args.processes is None else args.processes
+    if processes < 0:
+        parser.error(f"--processes must be 0 or more, got {processes}")
+    process_workers = args.process_workers or cores
     load_before = os.getloadavg()
     with LocalSandbox(workers=workers) as sandbox:
         started = time.perf_counter()
@@ -729,10 +813,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
         ours: list[dict[str, Any]] = []
         theirs: list[dict[str, Any]] = []
+        pooled: list[dict[str, Any]] = []
         agree: dict[str, float] = {}
+        pool_same: float | None = None
         for repeat in range(args.repeats):
             figures, judgements = referee_pass(sandbox, duels, args.batch, book)
             ours.append(figures)
+            if processes:
+                p_figures, p_judgements = pool_pass(
+                    duels, args.batch, book, processes, process_workers
+                )
+                pooled.append(p_figures)
+                if repeat == 0:
+                    same = sum(_rewards(a) == _rewards(b) for a, b in zip(judgements, p_judgements))
+                    pool_same = round(same / max(len(duels), 1), 4)
             if not args.no_authors:
                 a_figures, a_results = authors_pass(duels, args.batch, book, workers)
                 theirs.append(a_figures)
@@ -766,6 +860,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "referee_phases": phases,
     }
     targets: dict[str, Any] = {"duels_per_s": _target(best["duels_per_s"], TARGET_DUELS_PER_S)}
+    if pooled:
+        pool_best = _best(pooled)
+        pool_best.update(
+            processes=processes,
+            sandbox_workers_each=process_workers,
+            mistake_book="one in-memory book in the dealing process (RefereePool)",
+            rewards_same_as_one_process=pool_same,
+            over_one_process=round(pool_best["duels_per_s"] / best["duels_per_s"], 2),
+        )
+        report["referee_processes"] = pool_best
+        targets["duels_per_s_referee_processes"] = _target(
+            pool_best["duels_per_s"], TARGET_DUELS_PER_S
+        )
     if theirs:
         base = _best(theirs)
         report["authors_layout"] = base
@@ -774,6 +881,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         cpu_ratio = base["min_cpu_ms_per_duel"] / best["min_cpu_ms_per_duel"]
         report["ratios"] = {
             "duels_per_s_referee_over_authors": round(wall_ratio, 2),
+            **(
+                {
+                    "duels_per_s_referee_processes_over_authors": round(
+                        report["referee_processes"]["duels_per_s"] / base["duels_per_s"], 2
+                    )
+                }
+                if pooled
+                else {}
+            ),
             "cpu_per_duel_authors_over_referee": round(cpu_ratio, 2),
         }
         targets["over_authors_per_core_cpu"] = _target(cpu_ratio, TARGET_OVER_AUTHORS_PER_CORE)
