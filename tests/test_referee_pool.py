@@ -118,8 +118,7 @@ def test_bad_arguments_and_a_dead_process_get_clear_errors():
         pool.judge_many(batch, candidate_limits=[None])
     assert pool.judge_many([]) == []
     before = pool.mistake_book.to_dict()
-    os.kill(pool._procs[1].pid, signal.SIGKILL)
-    pool._procs[1].join(timeout=10)
+    os.kill(pool.pids[1], signal.SIGKILL)
     with pytest.raises(RefereePoolError, match="referee process 1"):
         pool.judge_many(batch)
     assert pool.mistake_book.to_dict() == before  # nothing of the failed batch was applied
@@ -131,3 +130,25 @@ def test_bad_arguments_and_a_dead_process_get_clear_errors():
 def test_a_sandbox_that_cannot_start_is_reported_with_its_error():
     with pytest.raises(RefereePoolError, match="could not start"):
         RefereePool(processes=1, backend="no-such-backend")
+
+
+def test_a_script_without_a_main_guard_can_start_a_pool(tmp_path):
+    """The processes are fresh interpreters: the caller's __main__ is not run again in them."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "from codea1_env.problems import load_source\n"
+        "from codea1_env.scoring.pool import RefereePool\n"
+        "problem = load_source('bank')['bank/reverse_words']\n"
+        "code = '```python\\n' + problem.gt_program + '\\n```'\n"
+        "with RefereePool(processes=2, sandbox_workers=1) as pool:\n"
+        '    print(pool.judge(problem, [code], [[\'assert reverse_words("a b") == "b a"\']])'
+        ".coder_rewards)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(1.0,)"

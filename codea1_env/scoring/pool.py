@@ -19,8 +19,9 @@ one mistake book here. Every judgement is the one a single referee gives on the 
 
 The one difference: the pass history's bound (200,000 tests, least recently used forgotten) holds
 per process, not for all of them together; it matters only past that many tests with the quality
-filter on. Processes are spawned (not forked), so the pool is safe to start from a process with
-threads, CUDA or a running sandbox.
+filter on. Each process is a fresh interpreter (``python -m codea1_env.scoring.pool``, not a fork
+and not a ``multiprocessing`` child), so the pool is safe to start from a process with threads,
+CUDA or a running sandbox, and from a script without a main guard.
 
 Example::
 
@@ -35,12 +36,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import multiprocessing
 import os
+import socket
+import subprocess
+import sys
 import threading
 import traceback
 from collections.abc import Iterable, Sequence
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from codea1_env.mistake_book import REPLAY_SIZE, BookEntry, InMemoryMistakeBook, MistakeBook
@@ -126,9 +130,33 @@ class ReplayView(MistakeBook):
         self.clear()
 
 
-def _serve(conn: Connection, settings: dict[str, Any]) -> None:
+def _start_process() -> tuple[Connection, subprocess.Popen[bytes]]:
+    """A referee process (``python -m codea1_env.scoring.pool``) and our end of its socket.
+
+    A fresh interpreter, not a ``multiprocessing`` child: nothing of the caller's ``__main__``
+    is imported or run again there (a script without a main guard would start the pool again),
+    and it works wherever the caller runs (a script, ``-c``, standard input, a notebook).
+    """
+    ours, theirs = socket.socketpair()
+    package_root = str(Path(__file__).resolve().parents[2])  # the same codea1_env as ours
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "codea1_env.scoring.pool", str(theirs.fileno())],
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    finally:
+        theirs.close()
+    return Connection(ours.detach()), proc
+
+
+def _serve(conn: Connection) -> None:
     """A referee process: build the referee, then answer ``judge`` and ``run`` orders."""
     try:
+        settings = conn.recv()
         view = ReplayView()
         sandbox = make_sandbox(settings["backend"], **settings["sandbox_kwargs"])
         referee = Referee(
@@ -176,9 +204,9 @@ class RefereePool:
     Args:
         processes: Referee processes (default: a quarter of the cores, at least 2).
         backend: Each process's sandbox backend (:func:`~codea1_env.sandbox.factory.make_sandbox`).
-        sandbox_workers: Sandbox workers of each process (default: twice the cores over the
-            processes, at most the cores: a process's sandbox idles while its referee plans and
-            grades, and the others' fill the cores meanwhile).
+        sandbox_workers: Sandbox workers of each process, for the local and Docker backends
+            (default: twice the cores over the processes, at most the cores: a process's sandbox
+            idles while its referee plans and grades, and the others' fill the cores meanwhile).
         sandbox_kwargs: Further constructor arguments of each process's sandbox.
         reward_config: Alpha, K and the reward mode, as :class:`Referee` takes them.
         limits: Per-job resource limits, as :class:`Referee` takes them.
@@ -234,7 +262,11 @@ class RefereePool:
         # pool's, applied to the one book after the updates.
         settings = {
             "backend": backend,
-            "sandbox_kwargs": {"workers": workers, **(sandbox_kwargs or {})},
+            # the local and Docker backends take ``workers``; Ray's its own (``sandbox_kwargs``)
+            "sandbox_kwargs": {
+                **({"workers": workers} if backend in ("local", "docker") else {}),
+                **(sandbox_kwargs or {}),
+            },
             "reward_config": self.reward_config,
             "limits": self.limits,
             "stability": dataclasses.replace(
@@ -244,22 +276,14 @@ class RefereePool:
                 book_refresh_every=None,
             ),
         }
-        context = multiprocessing.get_context("spawn")
         self._conns: list[Connection] = []
-        self._procs: list[Any] = []
+        self._procs: list[subprocess.Popen[bytes]] = []
         try:
-            for index in range(count):
-                ours, theirs = context.Pipe()
-                proc = context.Process(
-                    target=_serve,
-                    args=(theirs, settings),
-                    name=f"codea1-referee-{index}",
-                    daemon=True,
-                )
-                proc.start()
-                theirs.close()
-                self._conns.append(ours)
+            for _ in range(count):
+                conn, proc = _start_process()
+                self._conns.append(conn)
                 self._procs.append(proc)
+                conn.send(settings)
             for index, conn in enumerate(self._conns):
                 if not conn.poll(start_timeout_s):
                     raise RefereePoolError(
@@ -277,7 +301,7 @@ class RefereePool:
     @property
     def pids(self) -> list[int]:
         """The referee processes' pids (their sandboxes' workers are their descendants)."""
-        return [proc.pid for proc in self._procs if proc.pid is not None]
+        return [proc.pid for proc in self._procs]
 
     def isolation(self) -> IsolationReport:
         """The isolation the processes' sandboxes report (all are built alike: the first's)."""
@@ -295,10 +319,11 @@ class RefereePool:
             except (OSError, ValueError):
                 pass
         for proc in self._procs:
-            proc.join(timeout=30)
-            if proc.is_alive():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.join(timeout=5)
+                proc.wait(timeout=5)
         for conn in self._conns:
             conn.close()
 
@@ -437,7 +462,7 @@ class RefereePool:
             with paused_gc():  # unpickling judgements: a third of the time with it on
                 status, payload = self._conns[index].recv()
         except (EOFError, OSError) as exc:
-            code = self._procs[index].exitcode if index < len(self._procs) else None
+            code = self._procs[index].poll() if index < len(self._procs) else None
             raise RefereePoolError(
                 f"referee process {index} exited (exit code {code}) before answering"
             ) from exc
@@ -448,3 +473,7 @@ class RefereePool:
         if status != "ok":
             raise RefereePoolError(f"referee process {index} raised:\n{payload}")
         return payload
+
+
+if __name__ == "__main__":  # a referee process, started by RefereePool (_start_process)
+    _serve(Connection(int(sys.argv[1])))
