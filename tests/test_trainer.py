@@ -328,3 +328,28 @@ def test_lora_bf16_and_gradient_checkpointing_update(tmp_path: Path) -> None:
     # A whole step through the trainer (generation through the peft model) works too.
     result = Trainer(cfg, log=lambda _m: None).train()
     assert result.steps == 1
+
+
+def test_referee_processes_give_the_same_run(tmp_path: Path) -> None:
+    """Two referee processes (a RefereePool) score a run exactly as the one referee does."""
+    rows = {}
+    for processes in (1, 2):
+        out = tmp_path / f"p{processes}"
+        cfg = from_preset(
+            "nano",
+            steps=2,
+            referee_processes=processes,
+            eval_before_after=False,
+            output_dir=str(out),
+        )
+        Trainer(cfg, log=lambda _m: None).train()
+        rows[processes] = read_metrics(out / "metrics.jsonl")
+        book = json.loads((latest_checkpoint(out) / "mistake_book.json").read_text())
+        rows[processes].append({"book": book["problems"]})
+    keys = ("coder/reward", "coder/gt_pass_rate", "tester/reward", "tester/validity")
+    for one, pooled in zip(rows[1][:-1], rows[2][:-1], strict=True):
+        assert {k: one[k] for k in keys} == {k: pooled[k] for k in keys}
+        assert one["mistake_book/size"] == pooled["mistake_book/size"]
+    assert rows[1][-1] == rows[2][-1]  # the same mistake book at the end
+    with pytest.raises(ValueError, match="referee_processes"):
+        from_preset("nano", referee_processes=0)

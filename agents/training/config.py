@@ -285,6 +285,12 @@ class TrainConfig:
     sandbox: str = "local"
     """Sandbox backend: ``local`` (fork server per core), ``docker`` or ``ray`` (see
     ``docs/scale_out.md``)."""
+    referee_processes: int = 1
+    """Referee processes that score each step (``1``: one referee in the trainer's process; more:
+    a :class:`codea1_env.scoring.pool.RefereePool`, each process with its own sandbox of
+    ``sandbox_workers`` workers, the one mistake book kept in the trainer's process; the same
+    rewards either way). For nodes with many cores, where one referee's own work bounds a step
+    (``docs/performance.md``)."""
     limits: Limits = field(default_factory=Limits)
     """Resource limits of every sandboxed job, a :class:`codea1_env.sandbox.Limits` (its
     defaults; in ``config.json`` the object ``"limits"``). Each of its fields is a flag of the
@@ -370,6 +376,7 @@ class TrainConfig:
         ]
         checks += [
             ("steps", self.steps >= 0, ">= 0"),
+            ("referee_processes", self.referee_processes >= 1, ">= 1"),
             ("problems_per_step", self.problems_per_step >= 1, ">= 1"),
             ("n_codes", self.n_codes >= 1, ">= 1"),
             ("n_suites", self.n_suites >= 1, ">= 1"),

@@ -73,6 +73,10 @@ def resolve_run_dir(config: TrainConfig) -> Path:
 def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
     """The run's :class:`~codea1_env.scoring.referee.Referee`: rewards, limits, stability, sandbox.
 
+    With ``config.referee_processes`` above 1, a :class:`~codea1_env.scoring.pool.RefereePool`
+    of that many referee processes instead (the same judgements; it closes its processes, the
+    book stays the trainer's).
+
     ``config.reward_config()`` (``alpha``, ``k``, ``mode``), ``config.limits``,
     ``config.stability`` (quality filter, mistake-book bounds and refresh) and the
     ``sandbox`` backend with ``sandbox_workers``; the local sandbox with its default workers is
@@ -80,6 +84,23 @@ def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
     """
     from codea1_env.scoring.referee import Referee
 
+    if config.referee_processes > 1:
+        from codea1_env.scoring.pool import RefereePool
+
+        return RefereePool(
+            config.referee_processes,
+            backend=config.sandbox,
+            sandbox_workers=config.sandbox_workers if config.sandbox != "ray" else None,
+            sandbox_kwargs=(
+                {"workers_per_actor": config.sandbox_workers}
+                if config.sandbox == "ray" and config.sandbox_workers is not None
+                else None
+            ),
+            reward_config=config.reward_config(),
+            limits=config.limits,
+            mistake_book=mistake_book,
+            stability=config.stability,
+        )
     sandbox = None
     if config.sandbox != "local" or config.sandbox_workers is not None:
         from codea1_env.sandbox.factory import make_sandbox
