@@ -10,7 +10,7 @@ timeout, not the harness (``--keep-hanging`` keeps them). The workload is genera
 and the untimed screening pass fills a mistake book, so that every timed pass replays up to 8 stored
 tests per code and updates the book, as a training step that revisits problems does.
 
-Three sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
+The sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
 
 ``referee``
     :meth:`Referee.judge_many` over batches of ``--batch`` problems, a fresh referee each pass
@@ -28,6 +28,10 @@ Three sides, each timed over the same duels, ``--repeats`` times, interleaved (b
     workload, untimed). Its rewards are compared with the single referee's
     (``rewards_same_as_one_process``: the pool gives the same judgements by construction).
     ``--processes 0`` skips this side.
+
+``referee_gc_left_on`` (with ``--compare-gc-pause``)
+    The single referee with the cyclic collector left on during ``judge_many`` (the referee
+    holds it off, :mod:`codea1_env.scoring.gcpause`), interleaved with the other sides.
 
 ``authors_layout``
     The layout of the authors' harness (Code-A1 ``code/rl/reward.py``, ``evaluate``), written
@@ -276,6 +280,17 @@ def referee_pass(
     return out, judgements
 
 
+@contextlib.contextmanager
+def _gc_left_on() -> Iterator[None]:
+    """The referee without its collector pause (:mod:`codea1_env.scoring.gcpause`)."""
+    saved = referee_module.paused_gc
+    referee_module.paused_gc = contextlib.nullcontext  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        referee_module.paused_gc = saved
+
+
 # ---------------------------------------------------------------------------------- processes
 def _rewards(judgement: Any) -> tuple[Any, ...]:
     """A judgement's tester and code-vs-suite rewards, for comparing two runs exactly."""
@@ -312,7 +327,7 @@ def pool_pass(
     workload (its zygotes warm, as the single side's sandbox is); the book is not touched.
     """
     warm_problems = [load_source("bank")[i] for i in load_source("bank").ids()[:processes]]
-    warm = [(p, [_fenced(p.gt_program)], [[]]) for p in warm_problems]
+    warm: Duels = [(p, [_fenced(p.gt_program)], [[]]) for p in warm_problems]
     n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
     with RefereePool(processes, sandbox_workers=workers, mistake_book=copy_book(book)) as pool:
         pool.judge_many(warm, update_book=False)
@@ -781,6 +796,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=None,
         help="sandbox workers of each referee process (default: os.cpu_count())",
     )
+    parser.add_argument(
+        "--compare-gc-pause",
+        action="store_true",
+        help="add a side: the single referee with the collector left on (codea1_env.scoring."
+        "gcpause), interleaved with the others",
+    )
     parser.add_argument("--no-authors", action="store_true", help="skip the authors' layout")
     parser.add_argument("--profile", action="store_true", help="add a cProfile pass")
     parser.add_argument(
@@ -814,11 +835,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ours: list[dict[str, Any]] = []
         theirs: list[dict[str, Any]] = []
         pooled: list[dict[str, Any]] = []
+        unpaused: list[dict[str, Any]] = []
         agree: dict[str, float] = {}
         pool_same: float | None = None
         for repeat in range(args.repeats):
             figures, judgements = referee_pass(sandbox, duels, args.batch, book)
             ours.append(figures)
+            if args.compare_gc_pause:
+                with _gc_left_on():
+                    unpaused.append(referee_pass(sandbox, duels, args.batch, book)[0])
             if processes:
                 p_figures, p_judgements = pool_pass(
                     duels, args.batch, book, processes, process_workers
@@ -860,6 +885,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "referee_phases": phases,
     }
     targets: dict[str, Any] = {"duels_per_s": _target(best["duels_per_s"], TARGET_DUELS_PER_S)}
+    if unpaused:
+        unpaused_best = _best(unpaused)
+        unpaused_best["paused_over_left_on"] = round(
+            best["duels_per_s"] / unpaused_best["duels_per_s"], 2
+        )
+        report["referee_gc_left_on"] = unpaused_best
     if pooled:
         pool_best = _best(pooled)
         pool_best.update(

@@ -9,7 +9,10 @@ The referee and the steps of one judgement, in order:
 * :mod:`.score`: GT correction, the candidates' verdicts and both rewards (steps 3-5);
 * :mod:`.book`: the mistake book's upkeep (rule 8, bounds, refresh);
 * :mod:`.metrics`: a judgement's aggregates;
-* :mod:`.verdicts`: what a judgement reports.
+* :mod:`.verdicts`: what a judgement reports;
+* :mod:`.pool`: :class:`~.pool.RefereePool`, a batch's problems scored by several referee
+  processes against one mistake book, with the judgements of one referee;
+* :mod:`.gcpause`: the cyclic collector held off while a batch is scored.
 
 What those steps use:
 
