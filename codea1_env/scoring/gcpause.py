@@ -2,9 +2,10 @@
 
 Scoring a batch allocates hundreds of thousands of short-lived objects (parsed suites, verdicts,
 decoded values) and keeps caches that grow (GT results, pass history). Each 700 allocations start
-a young collection, and every tenth of those an older one that walks the long-lived caches again,
-so on the paper's shape the collector took 10-30% of the referee's own CPU (measured with
-``benchmarks/bench_referee.py``). The garbage of a batch has almost no reference cycles
+a young collection, and every tenth of those an older one that walks the long-lived caches again.
+On the paper's shape, held off for each batch, the referee's own CPU per duel is 8% lower
+(``benchmarks/bench_referee.py --compare-gc-pause``: 0.649 against 0.708 ms). The garbage of a
+batch has almost no reference cycles
 (reference counting frees it as it goes), so :func:`paused_gc` turns the collector off for the
 batch and back on after; whatever cycles the batch left are collected at the next automatic
 collection. Verdicts do not depend on it.

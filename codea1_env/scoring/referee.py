@@ -183,7 +183,7 @@ class Referee:
             raise ValueError(
                 f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
             )
-        with paused_gc():  # see gcpause.py: the collector costs 10-30% of scoring otherwise
+        with paused_gc():  # see gcpause.py: the collector held off while a batch is scored
             return self._judge_many(batch, update_book, candidate_limits)
 
     def _judge_many(
