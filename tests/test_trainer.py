@@ -353,3 +353,8 @@ def test_referee_processes_give_the_same_run(tmp_path: Path) -> None:
     assert rows[1][-1] == rows[2][-1]  # the same mistake book at the end
     with pytest.raises(ValueError, match="referee_processes"):
         from_preset("nano", referee_processes=0)
+
+
+def test_referee_processes_refuse_the_ray_sandbox() -> None:
+    with pytest.raises(ValueError, match="referee_processes > 1 needs the local or docker"):
+        from_preset("nano", referee_processes=2, sandbox="ray")

@@ -290,7 +290,7 @@ class TrainConfig:
     a :class:`codea1_env.scoring.pool.RefereePool`, each process with its own sandbox of
     ``sandbox_workers`` workers, the one mistake book kept in the trainer's process; the same
     rewards either way). For nodes with many cores, where one referee's own work bounds a step
-    (``docs/performance.md``)."""
+    (``docs/performance.md``). With the ``local`` or ``docker`` sandbox."""
     limits: Limits = field(default_factory=Limits)
     """Resource limits of every sandboxed job, a :class:`codea1_env.sandbox.Limits` (its
     defaults; in ``config.json`` the object ``"limits"``). Each of its fields is a flag of the
@@ -451,6 +451,11 @@ class TrainConfig:
                 )
         if self.mode == "code-a1" and self.n_suites < 2 and self.tester_group == "update_n":
             raise ValueError("TrainConfig.n_suites must be >= 2 for the tester's GRPO group")
+        if self.referee_processes > 1 and self.sandbox == "ray":
+            raise ValueError(
+                "TrainConfig.referee_processes > 1 needs the local or docker sandbox: with "
+                "sandbox = 'ray' each referee process would start its own set of actors"
+            )
 
     # ------------------------------------------------------------------------------------------
     @property

@@ -87,15 +87,10 @@ def build_referee(config: TrainConfig, mistake_book: Any = None) -> Any:
     if config.referee_processes > 1:
         from codea1_env.scoring.pool import RefereePool
 
-        return RefereePool(
+        return RefereePool(  # local or docker: TrainConfig.validate refuses ray here
             config.referee_processes,
             backend=config.sandbox,
-            sandbox_workers=config.sandbox_workers if config.sandbox != "ray" else None,
-            sandbox_kwargs=(
-                {"workers_per_actor": config.sandbox_workers}
-                if config.sandbox == "ray" and config.sandbox_workers is not None
-                else None
-            ),
+            sandbox_workers=config.sandbox_workers,
             reward_config=config.reward_config(),
             limits=config.limits,
             mistake_book=mistake_book,
