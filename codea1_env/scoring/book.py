@@ -19,7 +19,14 @@ from codea1_env.scoring.plan import Plan, call_key, make_job
 from codea1_env.scoring.verdicts import Judgement
 from codea1_env.stability import StabilityOptions
 
-__all__ = ["apply_judgement", "book_metrics", "bound_book", "drop_stale", "refresh_jobs"]
+__all__ = [
+    "after_batch",
+    "apply_judgement",
+    "book_metrics",
+    "bound_book",
+    "drop_stale",
+    "refresh_jobs",
+]
 
 RefreshWork = list[tuple[Problem, list[BookEntry]]]
 """The problems whose stored tests a refresh re-runs, with those entries."""
@@ -52,6 +59,20 @@ def bound_book(book: MistakeBook, stability: StabilityOptions) -> int:
     if per_problem is None and total is None:
         return 0
     return book.evict(per_problem=per_problem, total=total)
+
+
+def after_batch(
+    book: MistakeBook, stability: StabilityOptions, batch_number: int, refresh: Callable[[], int]
+) -> tuple[int, int]:
+    """The book's upkeep after the ``batch_number``-th updated batch: bound it, refresh it.
+
+    ``refresh`` re-runs the batch's stored tests on the GT and returns how many it dropped; it
+    is called every ``book_refresh_every`` batches. Returns ``(evicted, refreshed)``.
+    """
+    evicted = bound_book(book, stability)
+    every = stability.book_refresh_every
+    refreshed = refresh() if every and batch_number % every == 0 else 0
+    return evicted, refreshed
 
 
 def book_metrics(

@@ -53,9 +53,8 @@ from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Limits
 from codea1_env.sandbox.factory import make_sandbox
 from codea1_env.sandbox.worker import plain
-from codea1_env.scoring.book import book_metrics, bound_book, drop_stale, refresh_jobs
-from codea1_env.scoring.gcpause import paused_gc
-from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.book import after_batch, book_metrics, drop_stale, refresh_jobs
+from codea1_env.scoring.referee import Item, Judge, Referee
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.score import same
 from codea1_env.scoring.verdicts import Judgement
@@ -63,7 +62,6 @@ from codea1_env.stability import StabilityOptions
 
 __all__ = ["RefereePool", "RefereePoolError"]
 
-Item = tuple[Problem, Sequence[str], Sequence[Sequence[str]]]
 Recorded = tuple[str, list[tuple[str, Any]], list[str]]
 """One rule-8 update a process's referee made: ``(task id, failed, passed)``."""
 
@@ -195,11 +193,11 @@ def _serve(conn: Connection) -> None:
                 conn.send(("error", traceback.format_exc()))
 
 
-class RefereePool:
+class RefereePool(Judge):
     """``processes`` referees in processes of their own, one mistake book in this one.
 
     Takes the same items as :meth:`Referee.judge_many` and returns the same judgements (see the
-    module docstring). Not for concurrent calls from several threads: calls are serialized.
+    module docstring). Calls from several threads are serialized.
 
     Args:
         processes: Referee processes (default: a quarter of the cores, at least 2).
@@ -300,7 +298,11 @@ class RefereePool:
     # ------------------------------------------------------------------ lifecycle
     @property
     def pids(self) -> list[int]:
-        """The referee processes' pids (their sandboxes' workers are their descendants)."""
+        """The referee processes' pids.
+
+        Their sandboxes' processes are their descendants
+        (:func:`~codea1_env.sandbox.local.process_tree`).
+        """
         return [proc.pid for proc in self._procs]
 
     def isolation(self) -> IsolationReport:
@@ -327,59 +329,29 @@ class RefereePool:
         for conn in self._conns:
             conn.close()
 
-    def __enter__(self) -> RefereePool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ scoring
-    def judge(
-        self,
-        problem: Problem,
-        codes: Sequence[str],
-        suites: Sequence[Sequence[str]],
-        *,
-        update_book: bool = True,
-    ) -> Judgement:
-        """Score one problem, as :meth:`Referee.judge` does."""
-        return self.judge_many([(problem, codes, suites)], update_book=update_book)[0]
-
-    def judge_many(
+    def _judge_many(
         self,
         batch: Sequence[Item],
-        *,
-        update_book: bool = True,
-        candidate_limits: Sequence[Limits | None] | None = None,
+        update_book: bool,
+        candidate_limits: Sequence[Limits | None] | None,
     ) -> list[Judgement]:
-        """Score a batch in the processes; the judgements in the batch's order.
-
-        Args:
-            batch: ``(problem, codes, suites)`` items, as :meth:`Referee.judge_many` takes them.
-            update_book: Apply the judgements' mistake-book updates to the one book.
-            candidate_limits: Per item, the limits of its candidate jobs (None: the pool's).
+        """Score a batch in the processes (:meth:`Judge.judge_many`); in the batch's order.
 
         Raises:
-            ValueError: ``candidate_limits`` does not match ``batch``.
             RefereePoolError: the pool is closed, or a process died or raised (the pool is
                 then closed: its book holds every update of the batches before).
         """
-        if candidate_limits is not None and len(candidate_limits) != len(batch):
-            raise ValueError(
-                f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
-            )
-        if not batch:
-            return []
         with self._lock:
             if self._closed:
                 raise RefereePoolError("the referee pool is closed")
             try:
-                return self._judge_many(batch, update_book, candidate_limits)
+                return self._deal(batch, update_book, candidate_limits)
             except RefereePoolError:
                 self.close()
                 raise
 
-    def _judge_many(
+    def _deal(
         self,
         batch: Sequence[Item],
         update_book: bool,
@@ -416,10 +388,12 @@ class RefereePool:
             for task_id, failed, passed in updates:
                 self.mistake_book.apply(task_id, failed, passed)
             self._batches += 1
-            evicted = bound_book(self.mistake_book, self.stability)
-            every = self.stability.book_refresh_every
-            if every and self._batches % every == 0:
-                refreshed = self._refresh([problem for problem, _, _ in batch])
+            evicted, refreshed = after_batch(
+                self.mistake_book,
+                self.stability,
+                self._batches,
+                lambda: self._refresh([problem for problem, _, _ in batch]),
+            )
         judged = [(problem.task_id, j) for (problem, _, _), j in zip(batch, done, strict=True)]
         book_metrics(self.mistake_book, judged, evicted, refreshed)
         return done
@@ -459,8 +433,9 @@ class RefereePool:
 
     def _receive(self, index: int) -> tuple[str, Any]:
         try:
-            with paused_gc():  # unpickling judgements: 0.19 -> 0.06 ms per duel with it off
-                status, payload = self._conns[index].recv()
+            # inside judge_many the collector is held off (Judge): unpickling judgements takes
+            # 0.06 ms per duel then, 0.19 with it on
+            status, payload = self._conns[index].recv()
         except (EOFError, OSError) as exc:
             code = self._procs[index].poll() if index < len(self._procs) else None
             raise RefereePoolError(

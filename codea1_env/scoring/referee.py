@@ -36,19 +36,20 @@ holds the referee's state (caches, pass history, mistake book); the others are p
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.book import (
+    after_batch,
     apply_judgement,
     book_metrics,
-    bound_book,
     drop_stale,
     refresh_jobs,
 )
@@ -71,10 +72,92 @@ from codea1_env.scoring.score import same, score_plan
 from codea1_env.scoring.verdicts import Judgement, SuiteVerdict, TestVerdict
 from codea1_env.stability import StabilityOptions
 
-__all__ = ["Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
+__all__ = ["Item", "Judge", "Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
 
 
-class Referee:
+Item = tuple[Problem, Sequence[str], Sequence[Sequence[str]]]
+"""One ``(problem, codes, suites)`` item of a batch."""
+
+_Judge = TypeVar("_Judge", bound="Judge")
+
+
+class Judge(abc.ABC):
+    """What scores duels: :class:`Referee` and :class:`~codea1_env.scoring.pool.RefereePool`.
+
+    The public calls (:meth:`judge`, :meth:`judge_many`, the context manager) are written once
+    here; a subclass scores a checked batch (``_judge_many``) and releases what it started.
+    """
+
+    def __enter__(self: _Judge) -> _Judge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ public API
+    def judge(
+        self,
+        problem: Problem,
+        codes: Sequence[str],
+        suites: Sequence[Sequence[str]],
+        *,
+        update_book: bool = True,
+    ) -> Judgement:
+        """Score one problem: ``codes[i]`` against each text in ``suites[i]``.
+
+        Args:
+            problem: The problem, with its GT program and GT tests.
+            codes: The coder's raw answers (code, possibly fenced in prose).
+            suites: ``suites[i]`` are the tester's raw answers written against ``codes[i]``;
+                may be empty (golden mode, or a coder-only episode).
+            update_book: Apply this judgement's mistake-book updates.
+
+        Returns:
+            The judgement. Never raises because of the content of ``codes`` or ``suites``.
+
+        """
+        return self.judge_many([(problem, codes, suites)], update_book=update_book)[0]
+
+    def judge_many(
+        self,
+        batch: Sequence[Item],
+        *,
+        update_book: bool = True,
+        candidate_limits: Sequence[Limits | None] | None = None,
+    ) -> list[Judgement]:
+        """Score several problems with one sandbox call (see :meth:`judge`).
+
+        Args:
+            batch: ``(problem, codes, suites)`` items, as :meth:`judge` takes them. The same
+                problem may appear in several items (each is scored on its own; GT runs are
+                shared).
+            update_book: Apply the judgements' mistake-book updates.
+            candidate_limits: Per item, the limits of its candidate jobs (None: the referee's);
+                the evaluator runs the GT's mutants under shorter call timeouts this way.
+
+        """
+        if candidate_limits is not None and len(candidate_limits) != len(batch):
+            raise ValueError(
+                f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
+            )
+        with paused_gc():  # see gcpause.py: the collector held off while a batch is scored
+            return self._judge_many(batch, update_book, candidate_limits)
+
+    @abc.abstractmethod
+    def _judge_many(
+        self,
+        batch: Sequence[Item],
+        update_book: bool,
+        candidate_limits: Sequence[Limits | None] | None,
+    ) -> list[Judgement]:
+        """Score a checked batch, with the collector held off."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release what the scorer started. Idempotent."""
+
+
+class Referee(Judge):
     """Scores duels. Thread-safe for concurrent :meth:`judge_many` calls; owns no global state.
 
     Args:
@@ -131,64 +214,9 @@ class Referee:
                 self._sandbox.close()
                 self._sandbox = None
 
-    def __enter__(self) -> Referee:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # ------------------------------------------------------------------ public API
-    def judge(
-        self,
-        problem: Problem,
-        codes: Sequence[str],
-        suites: Sequence[Sequence[str]],
-        *,
-        update_book: bool = True,
-    ) -> Judgement:
-        """Score one problem: ``codes[i]`` against each text in ``suites[i]``.
-
-        Args:
-            problem: The problem, with its GT program and GT tests.
-            codes: The coder's raw answers (code, possibly fenced in prose).
-            suites: ``suites[i]`` are the tester's raw answers written against ``codes[i]``;
-                may be empty (golden mode, or a coder-only episode).
-            update_book: Apply this judgement's mistake-book updates.
-
-        Returns:
-            The judgement. Never raises because of the content of ``codes`` or ``suites``.
-
-        """
-        return self.judge_many([(problem, codes, suites)], update_book=update_book)[0]
-
-    def judge_many(
-        self,
-        batch: Sequence[tuple[Problem, Sequence[str], Sequence[Sequence[str]]]],
-        *,
-        update_book: bool = True,
-        candidate_limits: Sequence[Limits | None] | None = None,
-    ) -> list[Judgement]:
-        """Score several problems with one sandbox call (see :meth:`judge`).
-
-        Args:
-            batch: ``(problem, codes, suites)`` items, as :meth:`judge` takes them. The same
-                problem may appear in several items (each is scored on its own; GT runs are
-                shared).
-            update_book: Apply the judgements' mistake-book updates.
-            candidate_limits: Per item, the limits of its candidate jobs (None: the referee's);
-                the evaluator runs the GT's mutants under shorter call timeouts this way.
-
-        """
-        if candidate_limits is not None and len(candidate_limits) != len(batch):
-            raise ValueError(
-                f"judge_many: {len(batch)} items but {len(candidate_limits)} candidate_limits"
-            )
-        with paused_gc():  # see gcpause.py: the collector held off while a batch is scored
-            return self._judge_many(batch, update_book, candidate_limits)
-
     def _judge_many(
         self,
-        batch: Sequence[tuple[Problem, Sequence[str], Sequence[Sequence[str]]]],
+        batch: Sequence[Item],
         update_book: bool,
         candidate_limits: Sequence[Limits | None] | None,
     ) -> list[Judgement]:
@@ -267,10 +295,12 @@ class Referee:
         evicted = refreshed = 0
         if books:
             self._batches += 1
-            evicted = bound_book(self.mistake_book, self.stability)
-            every = self.stability.book_refresh_every
-            if every and self._batches % every == 0:
-                refreshed = self.refresh_book([plan.problem for plan in plans])
+            evicted, refreshed = after_batch(
+                self.mistake_book,
+                self.stability,
+                self._batches,
+                lambda: self.refresh_book([plan.problem for plan in plans]),
+            )
         judged = [(plan.problem.task_id, judgement) for plan, judgement in zip(plans, judgements)]
         book_metrics(self.mistake_book, judged, evicted, refreshed)
         return judgements
