@@ -97,7 +97,7 @@ from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallStatus, Limits
-from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.sandbox.local import LocalSandbox, process_tree
 from codea1_env.scoring import plan as plan_module
 from codea1_env.scoring import referee as referee_module
 from codea1_env.scoring import score as score_module
@@ -298,26 +298,6 @@ def _rewards(judgement: Any) -> tuple[Any, ...]:
     return judgement.tester_rewards, pairs
 
 
-def _descendants(roots: Sequence[int]) -> list[int]:
-    """``roots`` and every live process below them (``/proc``)."""
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                ppid = int(fh.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children[ppid].append(int(entry))
-    found, stack = [], list(roots)
-    while stack:
-        pid = stack.pop()
-        found.append(pid)
-        stack.extend(children.get(pid, ()))
-    return found
-
-
 def pool_pass(
     duels: Duels, batch: int, book: MistakeBook, processes: int, workers: int
 ) -> tuple[dict[str, Any], list[Any]]:
@@ -326,13 +306,12 @@ def pool_pass(
     Untimed before it: the processes start, and each scores one bank problem outside the
     workload (its zygotes warm, as the single side's sandbox is); the book is not touched.
     """
-    warm_problems = [load_source("bank")[i] for i in load_source("bank").ids()[:processes]]
-    warm: Duels = [(p, [_fenced(p.gt_program)], [[]]) for p in warm_problems]
+    bank = load_source("bank")
+    warm: Duels = [(bank[i], [_fenced(bank[i].gt_program)], [[]]) for i in bank.ids()[:processes]]
     n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
     with RefereePool(processes, sandbox_workers=workers, mistake_book=copy_book(book)) as pool:
         pool.judge_many(warm, update_book=False)
-        pids = _descendants(pool.pids)
-        meter = Meter(pids)
+        meter = Meter([pid for root in pool.pids for pid in process_tree(root)])
         judgements: list[Any] = []
         for chunk in batches(duels, batch):
             judgements.extend(pool.judge_many(chunk))

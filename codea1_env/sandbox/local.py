@@ -214,10 +214,11 @@ class _LocalWorker:
         """Host pids of the worker process and all its descendants."""
         if self.process is None:
             return []
-        return _descendants(self.process.pid)
+        return process_tree(self.process.pid)
 
 
-def _descendants(root: int) -> list[int]:
+def process_tree(root: int) -> list[int]:
+    """``root`` and the pids of all its live descendants (read from ``/proc``)."""
     parents: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
