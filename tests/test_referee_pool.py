@@ -45,7 +45,9 @@ def _items(offset: int) -> list[tuple[Any, list[str], list[list[str]]]]:
             start = (index + offset + number) % len(tests)
             kept = tests[start:] + tests[:start]
             wrong = kept[0].rsplit("==", 1)[0] + "== 123456789"
-            suites.append(["\n".join(kept[:3]), "\n".join([wrong, *kept[3:5]]), "assert True"])
+            # the third suite holds no test (prose, then "assert True": rejected, scored 0)
+            junk = "Looks right to me.\nassert True"
+            suites.append(["\n".join(kept[:3]), "\n".join([wrong, *kept[3:5]]), junk])
         items.append((problem, codes, suites))
     # a problem twice in one batch: both items are scored, in their order, by one process
     return items + [items[offset % len(items)]]
