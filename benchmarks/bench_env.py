@@ -15,6 +15,9 @@ solution, scored 0 without running) x 2 suites (scripted ``BoundaryTester`` seed
 
 Prints JSON: episodes/s and env steps/s for both, and the ratio (target: vector >= 5x single).
 ``--runs N`` repeats both sides N times, interleaved, and reports every run and the spread.
+``batch_space_64`` times building a 64-env vector env's observation space (what
+``CodeTestDuelVectorEnv`` and ``gymnasium.vector.SyncVectorEnv`` do at construction) with our
+``CharsetText`` fields against gymnasium's plain ``Text`` over the same charset.
 
     python benchmarks/bench_env.py [--problems 6] [--source bank|humaneval] [--runs 3]
 """
@@ -26,9 +29,13 @@ import json
 import time
 from typing import Any
 
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
+
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, RandomTester
 from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.envs.vector import CodeTestDuelVectorEnv
+from codea1_env.game.spaces import TEXT_CHARSET, observation_space
 from codea1_env.problems import load_source
 from codea1_env.sandbox.local import LocalSandbox
 
@@ -125,6 +132,32 @@ def run_vector(
     return elapsed, rewards
 
 
+def time_batch_space(n_envs: int = 64) -> dict[str, float]:
+    """Seconds to batch the observation space for ``n_envs``: ours vs gymnasium's plain Text."""
+    ours_space = observation_space()
+    plain = spaces.Dict(
+        {
+            key: spaces.Text(
+                max_length=sub.max_length, min_length=sub.min_length, charset=TEXT_CHARSET
+            )
+            if isinstance(sub, spaces.Text)
+            else sub
+            for key, sub in ours_space.items()
+        }
+    )
+    start = time.perf_counter()
+    batch_space(ours_space, n_envs)
+    ours = time.perf_counter() - start
+    start = time.perf_counter()
+    batch_space(plain, n_envs)
+    anchor = time.perf_counter() - start
+    return {
+        "ours_s": round(ours, 4),
+        "plain_text_s": round(anchor, 3),
+        "ratio": round(anchor / ours, 1),
+    }
+
+
 def _side(seconds: list[float], n_episodes: int) -> dict[str, Any]:
     rates = [n_episodes / s for s in seconds]
     best = max(rates)
@@ -182,6 +215,7 @@ def main() -> None:
             "vector": round(sum(vector_r) / len(vector_r), 4),
         },
         "sandbox": isolation,
+        "batch_space_64": time_batch_space(64),
     }
     if humaneval:
         result["target_single_episodes_per_s"] = 150.0

@@ -697,3 +697,24 @@ def test_humaneval_recording_runs_in_the_sandbox(tmp_path: Path, sandbox: Any) -
     assert lines == ["assert f(0.0) == 0.0", "assert f(0.5) == 1.0", "assert f(1.0) == 2.0"]
     exiting = dict(hostile, canonical_solution="    import os; os._exit(3)\n", task_id="x/exit")
     assert record_gt_tests(exiting, sandbox=sandbox) == []  # the caller survives
+
+
+def test_humaneval_is_converted_once_per_process_and_each_caller_gets_its_own_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A second load reuses the converted problems (nothing is converted again) and hands out
+    problems equal to the first load's, with metadata dicts of its own."""
+    from codea1_env.problems import humaneval
+
+    first = humaneval.load_humaneval()
+
+    def must_not_convert(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("HumanEval was converted a second time")
+
+    monkeypatch.setattr(humaneval, "problem_from_dict", must_not_convert)
+    second = humaneval.load_humaneval()
+    assert second == first and len(second) == 164
+    assert all(a is not b and a.metadata is not b.metadata for a, b in zip(first, second))
+    recorded = next(p for p in second if p.metadata.get("tests_recorded"))
+    recorded.metadata["mine"] = 1
+    assert "mine" not in humaneval.load_humaneval()[second.index(recorded)].metadata

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from gymnasium import spaces
@@ -13,6 +14,7 @@ __all__ = [
     "MAX_PROMPT_CHARS",
     "REPLACEMENT",
     "TEXT_CHARSET",
+    "CharsetText",
     "action_space",
     "observation_space",
     "observe",
@@ -38,16 +40,46 @@ _ALLOWED = frozenset(TEXT_CHARSET)
 _ASCII_PRINTABLE = "".join(chr(c) for c in range(0x20, 0x7F)) + "\n\t"
 
 
+class CharsetText(spaces.Text):
+    """A :class:`gymnasium.spaces.Text` whose copies share its (read-only) charset tables.
+
+    Gymnasium's ``Text`` keeps a character index of one ``np.int32`` per character. With the
+    observations' charset (:data:`TEXT_CHARSET`, about 11,000 characters) a ``deepcopy`` walks
+    every entry, and ``gymnasium.vector.utils.batch_space`` deep-copies a ``Text`` once per sub-env:
+    a plain ``Text`` made a 64-env vector env take seconds to build. A copy of this space is a
+    new space with its own random generator (so batched sub-spaces still sample independently),
+    the same bounds and the very same charset tables, which nothing ever writes to.
+    """
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CharsetText:
+        clone = copy.copy(self)
+        memo[id(self)] = clone
+        if self._np_random is not None:
+            clone._np_random = copy.deepcopy(self._np_random, memo)
+        return clone
+
+
+_TEXT_PROTOTYPES: dict[tuple[int, int], CharsetText] = {}
+
+
+def _text(max_length: int, min_length: int) -> CharsetText:
+    """A fresh :class:`CharsetText` over :data:`TEXT_CHARSET` (tables built once per process)."""
+    key = (max_length, min_length)
+    prototype = _TEXT_PROTOTYPES.get(key)
+    if prototype is None:
+        prototype = CharsetText(max_length=max_length, min_length=min_length, charset=TEXT_CHARSET)
+        _TEXT_PROTOTYPES[key] = prototype
+    return copy.deepcopy(prototype)
+
+
 def observation_space() -> spaces.Dict:
     """The observation: whose turn, the problem prompt, the entry point and the candidate code."""
     return spaces.Dict(
         {
             "role": spaces.Discrete(2),
-            "prompt": spaces.Text(max_length=MAX_PROMPT_CHARS, charset=TEXT_CHARSET),
-            "entry_point": spaces.Text(
-                max_length=MAX_NAME_CHARS, min_length=0, charset=TEXT_CHARSET
-            ),
-            "code": spaces.Text(max_length=MAX_CODE_CHARS, min_length=0, charset=TEXT_CHARSET),
+            "prompt": _text(MAX_PROMPT_CHARS, 1),
+            "entry_point": _text(MAX_NAME_CHARS, 0),
+            "code": _text(MAX_CODE_CHARS, 0),
         }
     )
 

@@ -1,0 +1,49 @@
+"""The observation space's Text fields: cheap copies that still sample independently."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+from gymnasium import spaces
+from gymnasium.vector.utils import batch_space
+
+from codea1_env.game.spaces import TEXT_CHARSET, CharsetText, observation_space
+
+
+def test_a_copy_shares_the_charset_tables_and_nothing_else() -> None:
+    space = observation_space()
+    space.seed(3)
+    clone = copy.deepcopy(space)
+    assert clone == space
+    for key in ("prompt", "entry_point", "code"):
+        ours, theirs = space[key], clone[key]
+        assert isinstance(theirs, CharsetText) and theirs is not ours
+        assert theirs._char_index is ours._char_index  # not walked: ~11,000 entries
+        assert theirs.np_random is not ours.np_random
+        assert (theirs.min_length, theirs.max_length) == (ours.min_length, ours.max_length)
+    # the copy's generator continues from the same state, as a deep copy's does
+    assert clone["prompt"].sample() == space["prompt"].sample()
+
+
+def test_equal_to_gymnasium_text_and_pickles() -> None:
+    ours = observation_space()["code"]
+    plain = spaces.Text(max_length=ours.max_length, min_length=0, charset=TEXT_CHARSET)
+    assert ours == plain and plain == ours
+    again = pickle.loads(pickle.dumps(ours))
+    assert again == ours and type(again) is CharsetText
+    assert ours.contains("def f(x):\n\treturn x") and not ours.contains("\x00")
+
+
+def test_batched_sub_spaces_sample_independently() -> None:
+    batched = batch_space(observation_space(), 16)
+    batched.seed(0)
+    prompts = batched["prompt"]
+    assert isinstance(prompts, spaces.Tuple) and len(prompts) == 16
+    assert len({id(sub.np_random) for sub in prompts}) == 16
+    assert len({id(sub._char_index) for sub in prompts}) == 1
+    sample = batched.sample()
+    assert len(set(sample["code"])) == 16  # distinct generators, distinct draws
+    assert batched.contains(sample)
+    batched.seed(0)
+    assert batched.sample()["code"] == sample["code"]
