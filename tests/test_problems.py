@@ -718,3 +718,18 @@ def test_humaneval_is_converted_once_per_process_and_each_caller_gets_its_own_co
     recorded = next(p for p in second if p.metadata.get("tests_recorded"))
     recorded.metadata["mine"] = 1
     assert "mine" not in humaneval.load_humaneval()[second.index(recorded)].metadata
+
+
+def test_the_bank_is_converted_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codea1_env.problems import sources
+
+    first = BankSource()
+
+    def must_not_convert(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the bank was converted a second time")
+
+    monkeypatch.setattr(sources, "collect_problems", must_not_convert)
+    second = BankSource()
+    assert list(second) == list(first) and len(second) == len(first) > 0
+    a, b = next(iter(first)), next(iter(second))
+    assert a is not b and a.metadata is not b.metadata

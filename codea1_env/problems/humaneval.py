@@ -15,14 +15,13 @@ The recordings are cached per process. Recorded problems carry
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from codea1_env.problems.problem import Problem
+from codea1_env.problems.problem import Problem, own_copies
 from codea1_env.problems.schema import ProblemFormatError, problem_from_dict
 from codea1_env.sandbox.base import Job, Limits, Sandbox
 from codea1_env.sandbox.worker.plain import is_plain, to_source
@@ -110,8 +109,7 @@ def load_humaneval(sandbox: Sandbox | None = None) -> list[Problem]:
         if key is not None:
             with _cache_lock:
                 _loaded[key] = known
-    # Each caller gets its own metadata dicts (the only mutable part of a Problem).
-    return [dataclasses.replace(problem, metadata=dict(problem.metadata)) for problem in known]
+    return own_copies(known)
 
 
 def _convert(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["IOPair", "Problem"]
+__all__ = ["IOPair", "Problem", "own_copies"]
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,13 @@ def _defines(source: str, name: str) -> bool:
         and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
         for node in tree.body
     )
+
+
+def own_copies(problems: Iterable[Problem]) -> list[Problem]:
+    """Equal copies of ``problems``, each with a metadata dict of its own.
+
+    ``metadata`` is the only mutable part of a :class:`Problem`; a source that reuses problems it
+    converted once (the bank, HumanEval) hands each caller these, so that one caller's writes
+    cannot reach another's problems.
+    """
+    return [dataclasses.replace(problem, metadata=dict(problem.metadata)) for problem in problems]

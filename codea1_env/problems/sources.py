@@ -17,18 +17,19 @@ by ``task_id``, with ``sample(rng)`` drawing one uniformly from a ``numpy.random
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 from collections.abc import Iterable, Iterator
 from importlib import resources
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from codea1_env.problems.adapters import LAYOUTS
 from codea1_env.problems.humaneval import load_humaneval
 from codea1_env.problems.jsonl import collect_problems, parse_json_lines, read_problems
-from codea1_env.problems.problem import Problem
+from codea1_env.problems.problem import Problem, own_copies
 from codea1_env.problems.procedural import ProceduralSource
 from codea1_env.problems.schema import ProblemFormatError
 
@@ -147,11 +148,17 @@ class BankSource(ListSource):
     """
 
     FILE = "bank.jsonl"
+    _converted: ClassVar[dict[str, tuple[Problem, ...]]] = {}  # by file digest: converted once
 
     def __init__(self) -> None:
         data = resources.files("codea1_env").joinpath("data", self.FILE)
         text = data.read_text(encoding="utf-8")
-        problems, _ = collect_problems(parse_json_lines(text, self.FILE), "codea1", self.FILE)
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        known = BankSource._converted.get(digest)
+        if known is None:
+            converted, _ = collect_problems(parse_json_lines(text, self.FILE), "codea1", self.FILE)
+            known = BankSource._converted.setdefault(digest, tuple(converted))
+        problems = own_copies(known)
         super().__init__(problems, name="bank")
 
 
