@@ -275,8 +275,6 @@ def referee_pass(
     sandbox_s = referee.stats["sandbox_seconds"]
     out["sandbox_run_seconds"] = round(sandbox_s, 3)
     out["share_outside_sandbox_run"] = round(1.0 - sandbox_s / out["seconds"], 4)
-    waited = referee.stats["sandbox_wait_seconds"]
-    out["share_waiting_on_sandbox"] = round(waited / out["seconds"], 4)
     out["jobs"] = int(referee.stats["jobs"])
     out["calls_per_duel"] = round(referee.stats["calls"] / n, 2)
     return out, judgements
@@ -360,11 +358,7 @@ def _timed(
 
 
 class _TimedSandbox:
-    """The sandbox, with the wall seconds the referee waited on it added up.
-
-    That is every ``run`` call, and the wait in ``result()`` of every submitted batch (a
-    submitted batch runs while the referee plans the next stage: that time is not waiting).
-    """
+    """The sandbox, with the wall seconds of its ``run`` calls added up."""
 
     def __init__(self, sandbox: LocalSandbox) -> None:
         self.inner = sandbox
@@ -377,30 +371,8 @@ class _TimedSandbox:
         finally:
             self.run_seconds += time.perf_counter() - started
 
-    def submit(self, jobs: Any) -> Any:
-        return _TimedPending(self, self.inner.submit(jobs))
-
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
-
-
-class _TimedPending:
-    """A submitted batch whose ``result()`` wait is added to the sandbox's ``run_seconds``."""
-
-    def __init__(self, owner: _TimedSandbox, pending: Any) -> None:
-        self.owner = owner
-        self.pending = pending
-
-    @property
-    def span(self) -> tuple[float, float]:
-        return self.pending.span  # type: ignore[no-any-return]
-
-    def result(self) -> Any:
-        started = time.perf_counter()
-        try:
-            return self.pending.result()
-        finally:
-            self.owner.run_seconds += time.perf_counter() - started
 
 
 def _referee_steps(referee: Referee) -> list[tuple[Any, str, str]]:
@@ -430,7 +402,7 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
     Phases (disjoint; inclusive timers are subtracted): ``code_check`` (extract + ``ast.parse`` of
     each program), ``parse`` (each suite's ``parse_tests``), ``plan_other`` (the rest of
     ``_plan``: GT tests' parse), ``materialize`` (argument/expectation evaluation, less its
-    sandbox call), ``job_building``, ``sandbox_run`` (waiting on the sandbox), ``grade``
+    sandbox call), ``job_building``, ``sandbox_run`` (every ``sandbox.run``), ``grade``
     (``_grade``: GT correction and verdicts), ``score`` (the rest of ``_score``: rewards,
     verdict records, metrics), ``monitor``, ``mistake_book`` (``_update_book`` and the book's
     ``top``/``size``), ``other`` (``judge_many`` itself: GT cache fills, bookkeeping).

@@ -211,14 +211,7 @@ class IsolationReport:
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """What every backend provides. Backends are context managers and are safe to reuse.
-
-    A backend may also offer ``submit(jobs)``: start the batch and return at once a handle whose
-    ``result()`` returns what ``run(jobs)`` would and whose ``span`` is ``(first job started,
-    last job ended)`` in :func:`time.perf_counter` seconds. The referee then overlaps its own
-    work with the sandbox's (see :mod:`codea1_env.scoring.referee`); every pooled backend has
-    it (:class:`~codea1_env.sandbox.pool.PooledSandbox`).
-    """
+    """What every backend provides. Backends are context managers and are safe to reuse."""
 
     def run(self, jobs: Sequence[Job]) -> list[JobResult]:
         """Run a batch of jobs in parallel and return one result per job, in order.

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from codea1_env.sandbox.base import (
@@ -30,7 +29,7 @@ from codea1_env.sandbox.base import (
 from codea1_env.sandbox.child import WorkerBroken
 from codea1_env.sandbox.driver import ZygoteClient
 
-__all__ = ["PendingRun", "PooledSandbox", "PooledWorker", "WorkerPool", "check_jobs"]
+__all__ = ["PooledSandbox", "PooledWorker", "WorkerPool", "check_jobs"]
 
 
 class PooledWorker(Protocol):
@@ -97,15 +96,11 @@ class _Batch:
         self.jobs = jobs
         self.next = 0
         self.done: list[JobResult | None] = [None] * len(jobs)
-        self.started = 0.0  # perf_counter when the first job was taken
-        self.ended = 0.0  # perf_counter when the last job so far finished
 
     def take(self) -> int | None:
         """The index of the next job to run, None when every job was taken."""
         if self.next >= len(self.jobs):
             return None
-        if self.next == 0:
-            self.started = time.perf_counter()
         self.next += 1
         return self.next - 1
 
@@ -115,41 +110,6 @@ class _Batch:
         if len(out) != len(self.jobs):
             raise RuntimeError("a batch finished with jobs that did not run")
         return out
-
-
-class PendingRun:
-    """A batch handed to the pool by :meth:`WorkerPool.submit`; :meth:`result` waits for it.
-
-    Batches submitted one after another are served in that order: a worker that finds nothing
-    left in one batch goes on to the next, so no worker idles at a batch's tail while another
-    batch waits.
-    """
-
-    def __init__(self, batch: _Batch, tasks: Sequence[Future[None]]) -> None:
-        self._batch = batch
-        self._tasks = tasks
-
-    @property
-    def span(self) -> tuple[float, float]:
-        """``(first job started, last job ended)`` in :func:`time.perf_counter` seconds.
-
-        Meaningful once :meth:`result` returned; both are 0.0 for an empty batch.
-        """
-        return self._batch.started, self._batch.ended
-
-    def result(self) -> list[JobResult]:
-        """Every job's result, in order, once all have run (raises what a worker raised)."""
-        errors: list[BaseException] = []
-        for task in self._tasks:  # wait for every task, even after one failed
-            try:
-                task.result()
-            except CancelledError:
-                errors.append(SandboxUnavailable("the sandbox was closed before the batch ran"))
-            except BaseException as exc:  # noqa: BLE001 - re-raised below
-                errors.append(exc)
-        if errors:
-            raise errors[0]
-        return self._batch.results()
 
 
 class WorkerPool:
@@ -174,15 +134,6 @@ class WorkerPool:
             self._queued += len(jobs)
         if len(jobs) == 1:
             return [self._run_one(jobs[0])]
-        return self._start(jobs).result()
-
-    def submit(self, jobs: Sequence[Job]) -> PendingRun:
-        """Start running ``jobs`` and return at once; the handle's ``result()`` waits for them."""
-        with self._lock:
-            self._queued += len(jobs)
-        return self._start(jobs)
-
-    def _start(self, jobs: Sequence[Job]) -> PendingRun:
         # One task per worker that can help, each taking jobs until none is left: far less
         # hand-off per job than a future per job.
         batch = _Batch(jobs)
@@ -190,7 +141,9 @@ class WorkerPool:
             self._executor.submit(self._drain, batch)
             for _ in range(min(len(jobs), len(self.workers)))
         ]
-        return PendingRun(batch, tasks)
+        for task in tasks:
+            task.result()
+        return batch.results()
 
     def _run_one(self, job: Job) -> JobResult:
         with self._lock:
@@ -212,9 +165,6 @@ class WorkerPool:
                         return
                     self._queued -= 1
                 batch.done[index] = self._run_on(worker, batch.jobs[index])
-                finished = time.perf_counter()
-                with self._lock:
-                    batch.ended = max(batch.ended, finished)
         finally:
             self._release(worker)
 
@@ -274,22 +224,6 @@ class PooledSandbox:
         if not jobs:
             return []
         return self._pool.run(jobs)
-
-    def submit(self, jobs: Sequence[Job]) -> PendingRun:
-        """Start a batch and return at once; the handle's ``result()`` is what :meth:`run` gives.
-
-        Batches submitted in turn run in that order, each spread over all workers; the caller
-        can prepare the next batch meanwhile (the referee plans problems while earlier ones run).
-
-        Raises:
-            TypeError, ValueError: malformed jobs (nothing is run).
-            SandboxUnavailable: the sandbox is closed (a worker that cannot be restarted raises
-                it from ``result()``).
-        """
-        if self._closed:
-            raise SandboxUnavailable("the sandbox is closed")
-        check_jobs(jobs)
-        return self._pool.submit(jobs)
 
     def isolation(self) -> IsolationReport:
         """The layers the probes found active on every worker."""

@@ -21,11 +21,10 @@ from __future__ import annotations
 import ast
 import re
 from collections import OrderedDict
-from typing import Protocol
 
 from codea1_env.scoring.testcases import TestCase
 
-__all__ = ["DeferredHistory", "HistoryRecorder", "PassHistory", "trivial_reason"]
+__all__ = ["PassHistory", "trivial_reason"]
 
 _HISTORY_SIZE = 200_000
 
@@ -81,34 +80,3 @@ class PassHistory:
         """True when at least ``min_candidates`` distinct candidates ran it and none failed."""
         programs, failures = self._stats.get((task_id, call), (set(), 0))
         return failures == 0 and len(programs) >= min_candidates
-
-
-class HistoryRecorder(Protocol):
-    """Where scoring records candidates' outcomes on valid tests (see :class:`PassHistory`)."""
-
-    def record(self, task_id: str, call: str, program: str, passed: bool) -> None:
-        """Record one candidate's outcome on one valid test."""
-        ...
-
-
-class DeferredHistory:
-    """Outcomes for a :class:`PassHistory`, held back until :meth:`commit`.
-
-    The referee scores a batch's stages while later stages still run; it records into one of
-    these and commits once the whole batch is scored, so a batch that fails records nothing,
-    and no problem of a batch sees what another recorded (as when a batch was scored at once).
-    """
-
-    def __init__(self, history: PassHistory) -> None:
-        self.history = history
-        self._records: list[tuple[str, str, str, bool]] = []
-
-    def record(self, task_id: str, call: str, program: str, passed: bool) -> None:
-        """Hold one outcome back."""
-        self._records.append((task_id, call, program, passed))
-
-    def commit(self) -> None:
-        """Record every held outcome in the history, in order, and forget them."""
-        for task_id, call, program, passed in self._records:
-            self.history.record(task_id, call, program, passed)
-        self._records.clear()

@@ -5,13 +5,6 @@ referee runs everything in the sandbox in one batched call and returns the verdi
 players' rewards. The Gymnasium env, its vector form, the PettingZoo view, the single-role wrappers
 and the trainer all call :meth:`Referee.judge_many`; none re-implements scoring.
 
-A batch of several problems on a backend that can start a batch without waiting for it
-(``submit``: every pooled backend) is cut into up to :data:`PIPELINE_STAGES` stages: each stage's
-jobs run while the next stage is parsed, and a stage is scored while later ones run. The
-judgements are exactly those of the one-call path (``tests/test_referee_pipeline.py``); the pass
-history is committed and the mistake book updated only once the whole batch is scored, so a batch
-whose sandbox fails changes neither.
-
 One judgement, step by step (Code-A1 semantics, see DESIGN.md):
 
 1. Extract each coder's program (:func:`~codea1_env.scoring.testcases.extract_code`) and parse each
@@ -44,7 +37,6 @@ holds the referee's state (caches, pass history, mistake book); the others are p
 from __future__ import annotations
 
 import abc
-import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -52,7 +44,7 @@ from typing import Any, TypeVar
 
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import CallResult, Job, JobResult, Limits, Sandbox
+from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.book import (
     after_batch,
@@ -74,7 +66,7 @@ from codea1_env.scoring.plan import (
     digest,
     plan_problem,
 )
-from codea1_env.scoring.quality import DeferredHistory, PassHistory
+from codea1_env.scoring.quality import PassHistory
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.score import same, score_plan
 from codea1_env.scoring.verdicts import Judgement, SuiteVerdict, TestVerdict
@@ -202,12 +194,7 @@ class Referee(Judge):
         self._parser = SuiteParser()
         self._gt_cache = GtCache()
         self._lock = threading.Lock()
-        self.stats: dict[str, float] = {
-            "sandbox_seconds": 0.0,
-            "sandbox_wait_seconds": 0.0,
-            "jobs": 0.0,
-            "calls": 0.0,
-        }
+        self.stats: dict[str, float] = {"sandbox_seconds": 0.0, "jobs": 0.0, "calls": 0.0}
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -233,92 +220,13 @@ class Referee(Judge):
         update_book: bool,
         candidate_limits: Sequence[Limits | None] | None,
     ) -> list[Judgement]:
-        limits_of = list(candidate_limits or ())
-        sandbox = self.sandbox
-        submit = getattr(sandbox, "submit", None) if len(batch) > 1 else None
-        stages = pipeline_stages(len(batch)) if callable(submit) else [range(len(batch))]
-        plans: list[Plan] = []
-        runs: list[tuple[list[Plan], list[tuple[str, list[str], int]], Any]] = []
-        gt_seen: set[tuple[str, str]] = set()
-        inputs_seconds = 0.0
-        wait_seconds = 0.0
-        n_jobs = n_calls = 0
-        judgements: list[Judgement] = []
-        batch_gt: dict[tuple[str, str], CallResult] = {}
-        spans: list[tuple[float, float]] = []
-        history = DeferredHistory(self.history)  # committed once the whole batch is scored
-        try:
-            # Plan stage by stage; with a backend that can start a batch without waiting
-            # (``submit``), each stage's jobs run while the next stage is parsed.
-            for stage in stages:
-                stage_plans = [self._plan(*batch[i]) for i in stage]
-                for i, plan in zip(stage, stage_plans):
-                    if i < len(limits_of):
-                        plan.limits = limits_of[i]
-                plans.extend(stage_plans)
-                inputs_seconds += self._materialize(stage_plans)
-                jobs, gt_slots = self._jobs(stage_plans, gt_seen)
-                n_jobs += len(jobs)
-                n_calls += sum(job.n_calls for job in jobs)
-                if callable(submit) and jobs:
-                    runs.append((stage_plans, gt_slots, submit(jobs)))
-                else:
-                    started = time.perf_counter()
-                    results = sandbox.run(jobs) if jobs else []
-                    wait_seconds += time.perf_counter() - started
-                    runs.append((stage_plans, gt_slots, results))
-            for index, (stage_plans, gt_slots, run) in enumerate(runs):
-                if isinstance(run, list):
-                    results = run
-                else:
-                    started = time.perf_counter()
-                    results = run.result()
-                    wait_seconds += time.perf_counter() - started
-                    spans.append(run.span)
-                    runs[index] = (stage_plans, gt_slots, results)  # done: not waited on again
-                self._record_gt(gt_slots, results, batch_gt)
-                judgements.extend(self._score(stage_plans, results, batch_gt, history))
-        finally:
-            for _, _, run in runs:  # a failed stage: let the others finish before raising
-                if not isinstance(run, list):
-                    with contextlib.suppress(Exception):
-                        run.result()
-        history.commit()
-        busy = busy_seconds(spans) if spans else wait_seconds
-        elapsed = busy + inputs_seconds
-        with self._lock:
-            self.stats["sandbox_seconds"] += elapsed
-            self.stats["sandbox_wait_seconds"] += wait_seconds + inputs_seconds
-            self.stats["jobs"] += n_jobs
-            self.stats["calls"] += n_calls
-        per_problem = elapsed / max(len(plans), 1)
-        books = update_book and self.reward_config.mode != "golden"
-        for plan, judgement in zip(plans, judgements):
-            judgement.metrics["sandbox/seconds"] = per_problem
-            if books:
-                apply_judgement(self.mistake_book, plan, judgement)
-        evicted = refreshed = 0
-        if books:
-            self._batches += 1
-            evicted, refreshed = after_batch(
-                self.mistake_book,
-                self.stability,
-                self._batches,
-                lambda: self.refresh_book([plan.problem for plan in plans]),
-            )
-        judged = [(plan.problem.task_id, judgement) for plan, judgement in zip(plans, judgements)]
-        book_metrics(self.mistake_book, judged, evicted, refreshed)
-        return judgements
-
-    def _jobs(
-        self, plans: Sequence[Plan], gt_seen: set[tuple[str, str]]
-    ) -> tuple[list[Job], list[tuple[str, list[str], int]]]:
-        """Step 2 for ``plans``: the sandbox jobs and the GT slots ``(program, keys, job)``.
-
-        ``gt_seen`` holds the ``(GT digest, call)`` keys given to a job earlier in the batch.
-        """
+        plans = [self._plan(problem, codes, suites) for problem, codes, suites in batch]
+        for plan, item_limits in zip(plans, candidate_limits or ()):
+            plan.limits = item_limits
+        inputs_seconds = self._materialize(plans)
         jobs: list[Job] = []
-        gt_slots: list[tuple[str, list[str], int]] = []
+        gt_slots: list[tuple[str, list[str], int]] = []  # (program, keys, job index)
+        gt_seen: set[tuple[str, str]] = set()
         coverage = bool(self.reward_config.coverage_bonus)
         for plan in plans:
             add_gt_jobs(
@@ -339,38 +247,28 @@ class Referee(Judge):
                     cache=self._gt_cache,
                     limits=self.limits,
                 )
-        return jobs, gt_slots
-
-    def _record_gt(
-        self,
-        gt_slots: Sequence[tuple[str, list[str], int]],
-        results: Sequence[JobResult],
-        batch_gt: dict[tuple[str, str], CallResult],
-    ) -> None:
-        """Keep the GT's outcomes of a stage for the batch and in the GT cache."""
-        for program, keys, index in gt_slots:
-            program_digest = digest(program)
-            for key, call in zip(keys, results[index].calls):
-                batch_gt[(program_digest, key)] = call
-                self._gt_cache.put((program_digest, key), call)
-
-    def _score(
-        self,
-        plans: Sequence[Plan],
-        results: Sequence[JobResult],
-        batch_gt: dict[tuple[str, str], CallResult],
-        history: DeferredHistory,
-    ) -> list[Judgement]:
-        """Steps 3-5 for the plans of one stage, with the referee monitor's metrics added."""
+        started = time.perf_counter()
+        results = self.sandbox.run(jobs) if jobs else []
+        elapsed = time.perf_counter() - started + inputs_seconds
+        with self._lock:
+            self.stats["sandbox_seconds"] += elapsed
+            self.stats["jobs"] += len(jobs)
+            self.stats["calls"] += sum(job.n_calls for job in jobs)
+            batch_gt: dict[tuple[str, str], CallResult] = {}
+            for program, keys, index in gt_slots:
+                program_digest = digest(program)
+                for key, call in zip(keys, results[index].calls):
+                    batch_gt[(program_digest, key)] = call
+                    self._gt_cache.put((program_digest, key), call)
         judgements = [
             score_plan(
                 plan,
-                list(results),
+                results,
                 batch_gt,
                 cache=self._gt_cache,
                 config=self.reward_config,
                 stability=self.stability,
-                history=history,
+                history=self.history,
                 equal=self._equal,
             )
             for plan in plans
@@ -388,6 +286,23 @@ class Referee(Judge):
                     plan.problem.entry_point,
                 )
             )
+        per_problem = elapsed / max(len(plans), 1)
+        books = update_book and self.reward_config.mode != "golden"
+        for plan, judgement in zip(plans, judgements):
+            judgement.metrics["sandbox/seconds"] = per_problem
+            if books:
+                apply_judgement(self.mistake_book, plan, judgement)
+        evicted = refreshed = 0
+        if books:
+            self._batches += 1
+            evicted, refreshed = after_batch(
+                self.mistake_book,
+                self.stability,
+                self._batches,
+                lambda: self.refresh_book([plan.problem for plan in plans]),
+            )
+        judged = [(plan.problem.task_id, judgement) for plan, judgement in zip(plans, judgements)]
+        book_metrics(self.mistake_book, judged, evicted, refreshed)
         return judgements
 
     def refresh_book(self, problems: Sequence[Problem]) -> int:
@@ -450,32 +365,3 @@ class Referee(Judge):
 
     def _same(self, value: Any, expected: Any, stdio: bool) -> bool:
         return same(value, expected, stdio, self._equal)
-
-
-PIPELINE_STAGES = 4
-"""Most stages a :meth:`Referee.judge_many` batch is cut into (one problem at least each)."""
-
-
-def pipeline_stages(n: int, most: int = PIPELINE_STAGES) -> list[range]:
-    """Cut ``n`` items into at most ``most`` consecutive stages of near-equal size.
-
-    >>> pipeline_stages(8)
-    [range(0, 2), range(2, 4), range(4, 6), range(6, 8)]
-    >>> pipeline_stages(3)
-    [range(0, 1), range(1, 2), range(2, 3)]
-    """
-    count = max(1, min(n, most))
-    bounds = [n * i // count for i in range(count + 1)]
-    return [range(bounds[i], bounds[i + 1]) for i in range(count)]
-
-
-def busy_seconds(spans: Sequence[tuple[float, float]]) -> float:
-    """Seconds covered by the union of ``(start, end)`` spans (empty ones are skipped)."""
-    total = 0.0
-    reach = float("-inf")
-    for start, end in sorted(span for span in spans if span[1] > span[0]):
-        if end <= reach:
-            continue
-        total += end - max(start, reach)
-        reach = end
-    return total

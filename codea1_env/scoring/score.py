@@ -23,7 +23,7 @@ from codea1_env.scoring.arguments import MISSING, literal_value
 from codea1_env.scoring.grading import SuiteGrading, grade_suite
 from codea1_env.scoring.metrics import judgement_metrics
 from codea1_env.scoring.plan import GtCache, ParsedSuite, Plan, call_key, digest, normalize
-from codea1_env.scoring.quality import HistoryRecorder
+from codea1_env.scoring.quality import PassHistory
 from codea1_env.scoring.rewards import (
     CoderReward,
     RewardConfig,
@@ -51,7 +51,7 @@ def score_plan(
     cache: GtCache,
     config: RewardConfig,
     stability: StabilityOptions,
-    history: HistoryRecorder,
+    history: PassHistory,
     equal: Callable[[Any, Any], bool],
 ) -> Judgement:
     """Steps 3-5 for one problem: grade each suite, compare each candidate, score both players.
@@ -163,7 +163,7 @@ class _ProblemScoring:
     gt: Callable[[str | None], CallResult | None]
     config: RewardConfig
     stability: StabilityOptions
-    history: HistoryRecorder
+    history: PassHistory
     equal: Callable[[Any, Any], bool]
     stdio: bool
     shown: dict[tuple[str, str], str]
