@@ -18,13 +18,18 @@ Prints JSON: episodes/s and env steps/s for both, and the ratio (target: vector 
 ``batch_space_64`` times building a 64-env vector env's observation space (what
 ``CodeTestDuelVectorEnv`` and ``gymnasium.vector.SyncVectorEnv`` do at construction) with our
 ``CharsetText`` fields against gymnasium's plain ``Text`` over the same charset.
+``--compare-prefork`` also plays the single env's episodes on a second sandbox whose workers fork
+each job's child on demand (``LocalSandbox(prefork=False)``), interleaved with the other runs, and
+reports the gain of forking the next child ahead (``prefork_gain``).
 
     python benchmarks/bench_env.py [--problems 6] [--source bank|humaneval] [--runs 3]
+        [--compare-prefork]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from typing import Any
@@ -174,9 +179,16 @@ def main() -> None:
     parser.add_argument("--problems", type=int, default=6, help="bank problems (bank source)")
     parser.add_argument("--source", choices=("bank", "humaneval"), default="bank")
     parser.add_argument("--runs", type=int, default=3, help="interleaved runs of both sides")
+    parser.add_argument(
+        "--compare-prefork",
+        action="store_true",
+        help="also time the single env on a sandbox without the spare child (prefork=False)",
+    )
     args = parser.parse_args()
     humaneval = args.source == "humaneval"
-    with LocalSandbox() as sandbox:
+    plain_s: list[float] = []
+    with LocalSandbox() as sandbox, contextlib.ExitStack() as stack:
+        plain = stack.enter_context(LocalSandbox(prefork=False)) if args.compare_prefork else None
         episodes = (
             humaneval_episodes(sandbox) if humaneval else make_episodes(sandbox, args.problems)
         )
@@ -185,6 +197,8 @@ def main() -> None:
         run_vector(sandbox, episodes[:groups], args.source, groups)  # warm-up (page-in)
         single_s, vector_s, ratios = [], [], []
         for _ in range(args.runs):
+            if plain is not None:
+                plain_s.append(run_single(plain, episodes, args.source)[0])
             s_seconds, single_r = run_single(sandbox, episodes, args.source)
             v_seconds, vector_r = run_vector(sandbox, episodes, args.source, groups)
             single_s.append(s_seconds)
@@ -219,6 +233,10 @@ def main() -> None:
     }
     if humaneval:
         result["target_single_episodes_per_s"] = 150.0
+    if plain_s:
+        result["single_env_no_prefork"] = _side(plain_s, n_episodes)
+        result["prefork_gain"] = round(min(plain_s) / min(single_s), 2)  # best over best
+        result["prefork_gain_runs"] = [round(p / s, 2) for p, s in zip(plain_s, single_s)]
     print(json.dumps(result, indent=2))
 
 

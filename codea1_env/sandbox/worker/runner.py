@@ -68,6 +68,7 @@ from tracer import ArcTracer, line_bound
 
 # Captured before any untrusted code runs: a program may replace the module attributes.
 real_exit = os._exit
+_os_close = os.close
 real_write = os.write
 _real_compile = builtins.compile
 _real_eval = builtins.eval
@@ -506,6 +507,7 @@ class JobRunner:
         else:
             self._run_calls(program, calls, start)
         _flush_stdio()
+        _hang_up()
         real_exit(0)
 
     def _untrusted(
@@ -692,6 +694,20 @@ def _flush_stdio() -> None:
             if stream is not None:
                 stream.flush()
         except BaseException:  # noqa: BLE001 - broken or replaced by untrusted code
+            pass
+
+
+def _hang_up() -> None:
+    """Close the job's pipes before exiting, so the parent sees the job end at once.
+
+    The kernel closes a dying process's descriptors only after it has unmapped its memory
+    (``exit_mm`` runs before ``exit_files``); closing them first takes that teardown off
+    the parent's path.
+    """
+    for fd in (RESULT_FD, 1, 2, 0):
+        try:
+            _os_close(fd)
+        except OSError:
             pass
 
 

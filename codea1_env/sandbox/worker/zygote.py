@@ -74,6 +74,8 @@ class Zygote:
         self.libc = libc()
         self.config: dict[str, Any] = {}
         self.children: dict[int, dict[str, Any]] = {}  # pid -> {"id", "scratch", "killed"}
+        self.spare: dict[str, Any] | None = None  # {"pid", "sock"}: the next job's child
+        self.prefork = False  # set by configure(): only with the job seccomp filter
         self.scratch = ""  # every job's scratch path while none is left behind (configure())
         self.runner: JobRunner | None = None  # built for that path, inherited by children
         self.uid: int | None = None
@@ -147,6 +149,9 @@ class Zygote:
             except OSError as exc:
                 self.job_filter = None
                 self.notes.append(f"seccomp: the worker filter did not load: {exc}")
+        # A spare child waits for each next job only where the job filter keeps a job's
+        # processes in its group: otherwise every clean-up sweeps all processes, spare too.
+        self.prefork = self.job_filter is not None and bool(config.get("prefork", True))
 
     def _reach_python(self, mounts: dict[str, list[str]]) -> None:
         """Keep the Python installation within reach of the jobs' uid (no bubblewrap).
@@ -249,6 +254,9 @@ class Zygote:
     def _finished(self, pid: int, status: int, usage: resource.struct_rusage) -> None:
         child = self.children.pop(pid, None)
         if child is None:
+            if self.spare is not None and self.spare["pid"] == pid:  # died waiting
+                self.spare["sock"].close()
+                self.spare = None
             return  # an orphan re-parented to us (we are a subreaper): reaped, done
         if child["pidfd"] >= 0:
             os.close(child["pidfd"])
@@ -263,6 +271,7 @@ class Zygote:
             "killed": child["killed"],
         }
         send_message(self.control, report)
+        self._fork_spare()  # while the parent reads the results and prepares the next job
 
     def _retire_children(self) -> None:
         """Before a new job: end the previous one for good.
@@ -291,24 +300,106 @@ class Zygote:
         scratch = self.scratch
         if os.path.lexists(scratch):  # the last clean-up failed: never reuse what is left there
             scratch = os.path.join(self.config["scratch_root"], f"job-{job_id}")
-        pid = os.fork()
-        if pid == 0:
-            try:
-                self.confine_child(fds, scratch, message.get("limits", {}))
-                if scratch == self.scratch and self.runner is not None:
-                    self.runner.run()
-                JobRunner(self.plain_encode, self.plain_error, os.getcwd()).run()
-            except MemoryError:
-                real_exit(EXIT_RUNNER_MEMORY)
-            except BaseException:  # noqa: BLE001 - a child must never return into the zygote
-                real_exit(EXIT_RUNNER_ERROR)
-            real_exit(0)
+        limits = message.get("limits", {})
+        pid = self._hand_to_spare(fds, scratch, limits)
+        if pid is None:
+            pid = os.fork()
+            if pid == 0:
+                self._child_main(fds, scratch, limits, prepared=False)
         for fd in fds:
             os.close(fd)
         pidfd = self._watch(pid)
         self.children[pid] = {"id": job_id, "scratch": scratch, "killed": False, "pidfd": pidfd}
         if pidfd < 0 and not self.pidfd:
             self._reap()  # the child may have exited before SIGCHLD was armed
+
+    def _child_main(
+        self, fds: list[int], scratch: str, limits: dict[str, Any], *, prepared: bool
+    ) -> None:
+        """A job child's whole life after the fork: confine, run the job, exit. Never returns."""
+        try:
+            self.confine_child(fds, scratch, limits, prepared=prepared)
+            if scratch == self.scratch and self.runner is not None:
+                self.runner.run()
+            JobRunner(self.plain_encode, self.plain_error, os.getcwd()).run()
+        except MemoryError:
+            real_exit(EXIT_RUNNER_MEMORY)
+        except BaseException:  # noqa: BLE001 - a child must never return into the zygote
+            real_exit(EXIT_RUNNER_ERROR)
+        real_exit(0)
+
+    # ----------------------------------------------------------------- the spare child
+    def _fork_spare(self) -> None:
+        """Fork the next job's child now, so that a job does not wait for a fork.
+
+        The spare does the job-independent part of a child's confinement (its own session,
+        no descriptor but its socket to the zygote) and then blocks until :meth:`_spawn` hands
+        it a job's descriptors and limits; from there it is a job child like any other. It
+        is forked from the zygote, which never holds job data, so it inherits none.
+        """
+        if self.spare is not None or not self.prefork:
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.detach()
+                self._wait_as_spare(theirs)
+            except MemoryError:
+                real_exit(EXIT_RUNNER_MEMORY)
+            except BaseException:  # noqa: BLE001 - a child must never return into the zygote
+                real_exit(EXIT_RUNNER_ERROR)
+            real_exit(0)
+        theirs.close()
+        self.spare = {"pid": pid, "sock": ours}
+
+    def _wait_as_spare(self, sock: socket.socket) -> None:
+        self._leave_zygote()
+        keep = sock.fileno()
+        os.closerange(0, keep)
+        os.closerange(keep + 1, max_fd())
+        message, fds = receive_message(sock, 4, ROUTINE_CONTROL_BYTES)
+        sock.detach()
+        os.close(keep)
+        if message is None or len(fds) != 4:
+            real_exit(EXIT_RUNNER_ERROR)
+        self._child_main(fds, str(message["scratch"]), dict(message["limits"]), prepared=True)
+
+    def _hand_to_spare(self, fds: list[int], scratch: str, limits: dict[str, Any]) -> int | None:
+        """Give a job to the waiting spare; its pid, or None when there is none to take it."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        sock: socket.socket = spare["sock"]
+        try:
+            send_message(sock, {"scratch": scratch, "limits": limits}, fds)
+        except OSError:  # it died while waiting: end it, and fork the child the usual way
+            sock.close()
+            self._end_spare(spare)
+            return None
+        sock.close()
+        return int(spare["pid"])
+
+    def _retire_spare(self) -> None:
+        """Kill and collect the waiting spare (before a clean-up that waits for every child)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare["sock"].close()
+            self._end_spare(spare)
+
+    def _end_spare(self, spare: dict[str, Any]) -> None:
+        try:
+            os.kill(spare["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:
+            try:
+                os.waitpid(spare["pid"], 0)
+                return
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                return
 
     def _watch(self, pid: int) -> int:
         """A pidfd the loop can wait on for ``pid``'s exit; -1 (and SIGCHLD for good) if none."""
@@ -323,8 +414,8 @@ class Zygote:
             signal.set_wakeup_fd(self.wake_w)
             return -1
 
-    def confine_child(self, fds: list[int], scratch: str, limits: dict[str, Any]) -> None:
-        """Confine the freshly forked child. Runs before any job data is read."""
+    def _leave_zygote(self) -> None:
+        """A child's first steps: the zygote's signal set-up undone, a session of its own."""
         if not self.pidfd:
             signal.set_wakeup_fd(-1)
         # ``_signal`` directly: ``signal.signal`` converts through enums, which costs a job
@@ -332,7 +423,18 @@ class Zygote:
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             _signal.signal(int(sig), int(signal.SIG_DFL))
         os.setsid()
-        self.control.detach()  # the descriptor is closed below; the object must not own it
+        self.libc.prctl(*self.pdeathsig_args)  # the spare waits: it must not outlive us
+        self.control.detach()  # the descriptor is closed later; the object must not own it
+
+    def confine_child(
+        self, fds: list[int], scratch: str, limits: dict[str, Any], *, prepared: bool = False
+    ) -> None:
+        """Confine the freshly forked child. Runs before any job data is read.
+
+        ``prepared``: the child is a spare that already left the zygote (:meth:`_leave_zygote`).
+        """
+        if not prepared:
+            self._leave_zygote()
         if min(fds) <= RESULT_FD:  # received descriptors are above 3 unless 0-3 were closed
             fds = [dup_high(fd) for fd in fds]
         for target, fd in zip((0, RESULT_FD, 1, 2), fds):
@@ -383,6 +485,7 @@ class Zygote:
         # With seccomp on, nothing the job starts can leave its group (setsid/setpgid are
         # denied), so an empty group means nothing is left; otherwise look everywhere.
         if group_alive or self.job_filter is None:
+            self._retire_spare()  # the sweep below kills or waits for every other process
             if self.config.get("pid_namespace"):
                 self._kill_namespace()
             elif self.uid is not None:
@@ -465,6 +568,7 @@ class Zygote:
             self._finished(pid, status, usage)
 
     def _shutdown(self) -> None:
+        self._retire_spare()
         for pid, child in list(self.children.items()):
             self._kill_group(pid)
             try:
