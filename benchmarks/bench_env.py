@@ -194,7 +194,11 @@ def main() -> None:
         )
         n_episodes = sum(len(c) * len(s[0]) for _, c, s in episodes)
         groups = HE_GROUPS if humaneval else 1
-        run_vector(sandbox, episodes[:groups], args.source, groups)  # warm-up (page-in)
+        # warm-up (page-in), untimed: every side once on the first step's episodes
+        run_vector(sandbox, episodes[:groups], args.source, groups)
+        for box in (sandbox, plain):
+            if box is not None:
+                run_single(box, episodes[:groups], args.source)
         single_s, vector_s, ratios = [], [], []
         for _ in range(args.runs):
             if plain is not None:

@@ -791,6 +791,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--keep-hanging", action="store_true", help="keep problems where a call times out"
     )
+    parser.add_argument(
+        "--no-prefork",
+        action="store_true",
+        help="the referee's sandbox forks each job's child on demand (LocalSandbox(prefork=False))",
+    )
     parser.add_argument("--out", default=None, help="also write the JSON here")
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
@@ -800,7 +805,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(f"--processes must be 0 or more, got {processes}")
     process_workers = args.process_workers or cores
     load_before = os.getloadavg()
-    with LocalSandbox(workers=workers) as sandbox:
+    with LocalSandbox(workers=workers, prefork=not args.no_prefork) as sandbox:
         started = time.perf_counter()
         duels, skipped, book = make_workload(sandbox, args.problems, keep_hanging=args.keep_hanging)
         workload_s = time.perf_counter() - started
@@ -855,6 +860,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "loadavg_after": [round(x, 2) for x in load_after],
             "sandbox_inactive_layers": inactive,
             "gc_frozen_after_workload": not args.no_gc_freeze,
+            "sandbox_prefork": not args.no_prefork,
         },
         "workload_generation_seconds": round(workload_s, 2),
         "problems_skipped_for_timeouts": skipped,

@@ -380,7 +380,7 @@ class LocalSandbox(PooledSandbox):
             last job's results, so a job does not wait for a fork (where the job seccomp filter
             loads; without it a clean-up may sweep every process, and children are forked per
             job). The spare holds nothing of any job. Measured on 2 cores: one env on all of
-            HumanEval +15-25% episodes/s (``benchmarks/bench_env.py --compare-prefork``).
+            HumanEval +8-31% episodes/s (``bench_env.py --source humaneval --compare-prefork``).
 
     Raises:
         SandboxUnavailable: a worker cannot start, or a required layer is missing (the message
