@@ -316,6 +316,7 @@ def _bwrap_plan(
         bwrap,
         "--unshare-ipc",
         "--unshare-pid",
+        "--as-pid-1",  # the zygote is the namespace's init: no reaper a job could reach
         "--unshare-net",
         "--unshare-uts",
         "--unshare-cgroup-try",
@@ -412,6 +413,12 @@ def plan_launch(
     unshare: tuple[tuple[str, ...], ...] = ()
     if confinement in ("auto", "unshare"):
         unshare = (("net", "ipc", "uts"),) if is_root else (("user", "net", "ipc", "uts"),)
+    elif not is_root:
+        notes = (
+            *notes,
+            "confinement none as an ordinary user: jobs run under your uid and can reach your "
+            "other processes (their /proc/PID/mem); use bubblewrap, unshare or root",
+        )
     return LaunchPlan(
         argv=(python_binary(), "-S", "-s", "-B", str(files[0])),
         env=env,

@@ -16,6 +16,7 @@ import resource
 from typing import Any
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 _PR_SET_SECCOMP = 22
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38

@@ -38,6 +38,7 @@ from typing import Any
 
 from confine import (
     PR_SET_CHILD_SUBREAPER,
+    PR_SET_DUMPABLE,
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
     BpfFilter,
@@ -105,6 +106,14 @@ class Zygote:
         prctl(self.libc, PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
         for names in config.get("unshare", []):
             unshare(self.libc, names, self.notes, self.unshared)
+        # Not dumpable, and so neither is any child it forks (the spare, every job): a process of
+        # the same uid (a job, where no unprivileged uid can be had) can then neither open the
+        # zygote's nor another job's /proc/PID/mem, which would let it rewrite the process that
+        # forks every later job, or a job running beside it. Only CAP_SYS_PTRACE passes that.
+        # After the unshares: a user namespace's maps are written through /proc/self, which a
+        # process that is not dumpable no longer owns.
+        if prctl(self.libc, PR_SET_DUMPABLE, ctypes.c_ulong(0)) != 0:
+            self.notes.append("cannot mark the zygote not dumpable: same-uid jobs may reach it")
         self.job_filter = bpf_filter(config.get("seccomp_job_bpf", ""))
         try:  # only the zygote (root) may create entries next to the job scratch dirs
             os.chmod(config["scratch_root"], 0o711)
