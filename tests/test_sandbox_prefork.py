@@ -15,7 +15,7 @@ import time
 import pytest
 
 from codea1_env.sandbox.base import CallStatus, Job, JobResult, Limits
-from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.sandbox.local import LocalSandbox, _proc_stat, _wait_gone
 
 FAST = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=2.0, memory_mb=256)
 
@@ -27,12 +27,11 @@ def _spare_pids(box: LocalSandbox) -> list[int]:
     """
     found = []
     for worker in box._workers:
-        tree = worker.tree_pids()
-        # the zygote runs entry.py and its parent does not; its children are the spares
-        zygotes = [pid for pid in tree if _is_entry(pid) and not _is_entry(_parent(pid))]
-        for pid in tree:
-            if pid not in zygotes and _parent(pid) in zygotes and _alive(pid) and _one_socket(pid):
-                found.append(pid)
+        servers = worker.server_pids()  # the launchers, then the zygote
+        for pid in worker.tree_pids():
+            if pid not in servers and _parent(pid) == servers[-1] and _alive(pid):
+                if _one_socket(pid):
+                    found.append(pid)
     return found
 
 
@@ -46,26 +45,13 @@ def _one_socket(pid: int) -> bool:
         return False
 
 
-def _is_entry(pid: int) -> bool:
-    """A Python process running the worker's entry script (bwrap's own command line names it too)."""
-    words = _cmdline(pid).split()
-    return bool(words) and "python" in os.path.basename(words[0]) and "entry.py" in " ".join(words)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
-
-
 def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return -1
+    fields = _proc_stat(pid)
+    return int(fields[1]) if len(fields) > 1 else -1
+
+
+def _alive(pid: int) -> bool:
+    return _proc_stat(pid)[:1] not in ([], [b"Z"], [b"X"])
 
 
 def _wait_for_spares(box: LocalSandbox, count: int, timeout_s: float = 5.0) -> list[int]:
@@ -112,9 +98,7 @@ def test_a_spare_that_died_waiting_costs_the_next_job_nothing(box: LocalSandbox)
         _run(box, "x = 1")
         [spare] = _wait_for_spares(box, 1)
         os.kill(spare, signal.SIGKILL)
-        deadline = time.monotonic() + 5.0
-        while _alive(spare) and time.monotonic() < deadline:
-            time.sleep(0.005)
+        _wait_gone([spare], 5.0)
         result = _run(box, "def f(s): return s[::-1]", "f('abc')")
         assert result.calls[0].status is CallStatus.OK and result.calls[0].value == "cba"
         assert len(_wait_for_spares(box, 1)) == 1
@@ -156,15 +140,5 @@ def test_no_spare_outlives_its_sandbox() -> None:
             pytest.skip("no spare without the job seccomp filter")
         spares = _wait_for_spares(sandbox, 2)
         assert len(spares) == 2
-    deadline = time.monotonic() + 5.0
-    while any(_alive(pid) for pid in spares) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    _wait_gone(spares, 5.0)
     assert not any(_alive(pid) for pid in spares)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
-    except OSError:
-        return False

@@ -364,6 +364,7 @@ class Zygote:
 
     def _wait_as_spare(self, sock: socket.socket) -> None:
         self._leave_zygote()
+        self.libc.prctl(*self.pdeathsig_args)  # it waits: it must not outlive us meanwhile
         keep = sock.fileno()
         os.closerange(0, keep)
         os.closerange(keep + 1, max_fd())
@@ -432,7 +433,6 @@ class Zygote:
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
             _signal.signal(int(sig), int(signal.SIG_DFL))
         os.setsid()
-        self.libc.prctl(*self.pdeathsig_args)  # the spare waits: it must not outlive us
         self.control.detach()  # the descriptor is closed later; the object must not own it
 
     def confine_child(
