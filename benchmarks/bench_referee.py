@@ -59,6 +59,14 @@ separate instrumented pass (light timers around the referee's steps; ``--profile
 cProfile pass and its top functions). Targets: referee >= 10x the authors' layout per core
 (CPU ms per duel, and duels/s on the same cores) and >= 1,500 duels/s on this machine.
 
+``floors`` and ``ceilings`` say how far those targets can be reached here at all. In the same run
+the benchmark times an empty job (no program, no call) through the referee's sandbox and an
+empty interpreter (``python -c ""``, the authors' layout's unit): what one process per program
+costs on this machine before it runs anything. Multiplied by the jobs (interpreters) per duel,
+that is a floor on either side's CPU per duel; the authors' CPU per duel over the referee's floor
+is the best per-core ratio any referee that keeps one process per program could reach here, and
+cores over the referee's CPU per duel is the most duels/s its CPU cost allows.
+
     python benchmarks/bench_referee.py [--problems 32] [--batch 8] [--repeats 3] [--profile]
 """
 
@@ -96,7 +104,7 @@ from codea1_env.baselines.scripted import BoundaryTester, RandomTester
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems import load_source
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import CallStatus, Limits
+from codea1_env.sandbox.base import CallStatus, Job, Limits
 from codea1_env.sandbox.local import LocalSandbox, process_tree
 from codea1_env.scoring import plan as plan_module
 from codea1_env.scoring import referee as referee_module
@@ -743,6 +751,89 @@ def agreement(judgements: list[Any], authors: list[dict[str, Any]]) -> dict[str,
     }
 
 
+# ---------------------------------------------------------------------------------- floors
+FLOOR_RUNS = 200
+
+
+def floors(sandbox: LocalSandbox, workers: int, runs: int = FLOOR_RUNS) -> dict[str, float]:
+    """What one process per program costs here, before it runs anything; measured in this run.
+
+    ``empty_job``: a job whose program is empty and which has no calls, through the referee's
+    own sandbox, ``workers`` at a time (as a batch spreads them): its CPU in every process
+    (this one's dispatch, the worker, the child). ``empty_interpreter``: what the authors'
+    layout pays per program before it runs anything, ``subprocess.run([sys.executable, "-c",
+    ""])`` from this process. Both are floors: no harness that gives each program a process of
+    its own pays less per program on this machine.
+    """
+    job = Job(program="")
+    meter = Meter(sandbox.worker_pids())
+    done = 0
+    while done < runs:
+        sandbox.run([job] * workers)
+        done += workers
+    job_figures = meter.stop(done)
+    meter = Meter()
+    for _ in range(runs // 4):
+        subprocess.run([sys.executable, "-c", ""], check=True)
+    start_figures = meter.stop(runs // 4)
+    return {
+        "empty_job_cpu_ms": job_figures["cpu_ms_per_duel"],
+        "empty_job_worker_cpu_ms": job_figures["sandbox_workers_cpu_ms_per_duel"],
+        "empty_job_wall_ms": round(job_figures["seconds"] * 1000.0 / done * workers, 3),
+        "empty_interpreter_cpu_ms": start_figures["cpu_ms_per_duel"],
+        "empty_interpreter_wall_ms": round(start_figures["seconds"] * 1000.0 / (runs // 4), 3),
+    }
+
+
+def ceilings(
+    floor: dict[str, float],
+    referee: dict[str, Any],
+    authors: dict[str, Any] | None,
+    duels: int,
+    cores: int,
+) -> dict[str, Any]:
+    """What the measured floors and CPU figures allow, whatever the rest of the harness does.
+
+    ``process_floor_ms_per_duel``: the referee's jobs per duel times an empty job's CPU (the
+    authors' layout: its interpreters per duel times an empty interpreter's). With the
+    authors' layout in the run, ``per_core_ratio_if_only_processes_cost``: the authors' CPU
+    per duel over the referee's process floor, the most any referee that keeps one process per
+    program could reach here, and ``per_core_ratio_if_only_processes_and_parent_cost`` the same
+    with the referee process's own measured CPU added (its dispatch of the jobs included, so the
+    workers' part of the floor is added to it); ``cpu_ms_per_duel_for_10x``: the budget a 10x
+    per-core ratio leaves for everything. ``duels_per_s_if_every_core_busy``: cores over the
+    measured CPU per duel (the referee's parent included), the most duels/s this CPU allows.
+    """
+    jobs_per_duel = referee["jobs"] / duels
+    job_floor = floor["empty_job_cpu_ms"] * jobs_per_duel
+    out: dict[str, Any] = {
+        "jobs_per_duel": round(jobs_per_duel, 4),
+        "process_floor_ms_per_duel": round(job_floor, 4),
+        "process_floor_share_of_cpu": round(job_floor / referee["min_cpu_ms_per_duel"], 3),
+        "duels_per_s_if_every_core_busy": round(cores * 1000.0 / referee["min_cpu_ms_per_duel"], 1),
+    }
+    if authors is not None:
+        interpreters_per_duel = authors["interpreters"] / duels
+        authors_floor = floor["empty_interpreter_cpu_ms"] * interpreters_per_duel
+        out["authors_process_floor_ms_per_duel"] = round(authors_floor, 4)
+        out["authors_process_floor_share_of_cpu"] = round(
+            authors_floor / authors["min_cpu_ms_per_duel"], 3
+        )
+        out["cpu_ms_per_duel_for_10x"] = round(
+            authors["min_cpu_ms_per_duel"] / TARGET_OVER_AUTHORS_PER_CORE, 4
+        )
+        out["per_core_ratio_if_only_processes_cost"] = round(
+            authors["min_cpu_ms_per_duel"] / job_floor, 2
+        )
+        # the parent's own CPU holds its dispatch of the jobs: add the workers' floor to it
+        worker_floor = floor["empty_job_worker_cpu_ms"] * jobs_per_duel
+        out["per_core_ratio_if_only_processes_and_parent_cost"] = round(
+            authors["min_cpu_ms_per_duel"] / (worker_floor + referee["min_parent_cpu_ms_per_duel"]),
+            2,
+        )
+    return out
+
+
 # ---------------------------------------------------------------------------------- main
 def _best(samples: list[dict[str, Any]]) -> dict[str, Any]:
     best = dict(max(samples, key=lambda s: s["duels_per_s"]))
@@ -841,6 +932,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 theirs.append(a_figures)
                 if repeat == 0:
                     agree = agreement(judgements, a_results)
+        floor = floors(sandbox, workers)
         phases = phase_pass(sandbox, duels, args.batch, book)
         profile = profile_pass(sandbox, duels, args.batch, book) if args.profile else None
         isolation = sandbox.isolation()
@@ -917,6 +1009,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "parent_cpu_ms_per_duel": parent_ms,
         "parent_bound_duels_per_s": round(1000.0 / parent_ms, 1),
     }
+    report["floors"] = floor
+    report["ceilings"] = ceilings(floor, best, report.get("authors_layout"), n, cores)
     report["targets"] = targets
     if profile:
         report["profile"] = profile
@@ -926,6 +1020,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "and their job children (/proc); authors_layout's children are its interpreters",
         "parent_bound_duels_per_s: duels/s if the referee process's own CPU were the only "
         "limit (one core for the parent, the sandbox elsewhere)",
+        "floors: an empty job through the referee's sandbox and an empty interpreter, measured "
+        "in this run; ceilings: what those floors and the measured CPU per duel allow",
     ]
     if max(load_before[0], load_after[0]) > 0.5 * cores:
         notes.append(
