@@ -14,6 +14,13 @@ solution, scored 0 without running) x 2 suites (scripted ``BoundaryTester`` seed
 (``num_envs=64``, ``group_size=4``, ``problem_ids``). Target: the single env >= 150 episodes/s.
 
 Prints JSON: episodes/s and env steps/s for both, and the ratio (target: vector >= 5x single).
+``cpu_per_episode`` gives each side's CPU per episode (this process, and the sandbox workers with
+their job children); ``single_env_ceiling_episodes_per_s`` is the cores over the single env's
+least CPU per episode: the most episodes/s it could play here if every core were always busy.
+``vector_over_single_ceiling_runs`` is, for each run, the single env's wall time over a floor
+no env can beat here: the sandbox CPU the vector env spent on the same episodes (the fewest jobs
+one process per program allows) divided by the cores. Where it is below 5, so is every vector
+env's ratio on these episodes on this machine.
 ``--runs N`` repeats both sides N times, interleaved, and reports every run and the spread.
 ``batch_space_64`` times building a 64-env vector env's observation space (what
 ``CodeTestDuelVectorEnv`` and ``gymnasium.vector.SyncVectorEnv`` do at construction) with our
@@ -31,11 +38,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import time
 from typing import Any
 
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
+from metering import Meter
 
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, RandomTester
 from codea1_env.envs.duel_env import CodeTestDuelEnv
@@ -163,6 +172,23 @@ def time_batch_space(n_envs: int = 64) -> dict[str, float]:
     }
 
 
+def _least_cpu(samples: list[dict[str, float]]) -> dict[str, float]:
+    """The lowest of each CPU figure (ms per episode) over the runs."""
+    keys = ("cpu_ms_per_episode", "parent_cpu_ms_per_episode", "sandbox_workers_cpu_ms_per_episode")
+    return {key: min(sample[key] for sample in samples) for key in keys}
+
+
+def _floor_seconds(vector_cpu: dict[str, float], n_episodes: int) -> float:
+    """Wall seconds below which no env can play the episodes here, from the vector env's jobs.
+
+    The vector env runs the fewest sandbox jobs these episodes allow while every program keeps
+    a process of its own (per problem one GT job over all its suites, one job per code): the
+    CPU its sandbox workers spent, spread over every core, is a floor on any env's wall time.
+    """
+    cores = os.cpu_count() or 1
+    return vector_cpu["sandbox_workers_cpu_ms_per_episode"] * n_episodes / 1000.0 / cores
+
+
 def _side(seconds: list[float], n_episodes: int) -> dict[str, Any]:
     rates = [n_episodes / s for s in seconds]
     best = max(rates)
@@ -200,11 +226,18 @@ def main() -> None:
             if box is not None:
                 run_single(box, episodes[:groups], args.source)
         single_s, vector_s, ratios = [], [], []
+        single_cpu: list[dict[str, float]] = []
+        vector_cpu: list[dict[str, float]] = []
+        pids = sandbox.worker_pids()
         for _ in range(args.runs):
             if plain is not None:
                 plain_s.append(run_single(plain, episodes, args.source)[0])
+            meter = Meter(pids)
             s_seconds, single_r = run_single(sandbox, episodes, args.source)
+            single_cpu.append(meter.stop(n_episodes, "episode"))
+            meter = Meter(pids)
             v_seconds, vector_r = run_vector(sandbox, episodes, args.source, groups)
+            vector_cpu.append(meter.stop(n_episodes, "episode"))
             single_s.append(s_seconds)
             vector_s.append(v_seconds)
             ratios.append(s_seconds / v_seconds)
@@ -228,6 +261,16 @@ def main() -> None:
         "vector_over_single_runs": [round(r, 2) for r in ratios],
         "vector_over_single_spread": [round(min(ratios), 2), round(max(ratios), 2)],
         "target_vector_over_single": 5.0,
+        "cpu_per_episode": {
+            "single": _least_cpu(single_cpu),
+            "vector": _least_cpu(vector_cpu),
+        },
+        "single_env_ceiling_episodes_per_s": round(
+            (os.cpu_count() or 1) * 1000.0 / _least_cpu(single_cpu)["cpu_ms_per_episode"], 1
+        ),
+        "vector_over_single_ceiling_runs": [
+            round(s / _floor_seconds(cpu, n_episodes), 2) for s, cpu in zip(single_s, vector_cpu)
+        ],
         "mean_tester_reward": {
             "single": round(sum(single_r) / len(single_r), 4),
             "vector": round(sum(vector_r) / len(vector_r), 4),

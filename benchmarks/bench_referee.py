@@ -83,7 +83,6 @@ import json
 import os
 import pstats
 import re
-import resource
 import string
 import subprocess
 import sys
@@ -99,6 +98,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
+from metering import Meter
 
 from codea1_env.baselines.scripted import BoundaryTester, RandomTester
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
@@ -212,56 +212,6 @@ def make_workload(
 def batches(duels: Duels, size: int) -> Iterator[Duels]:
     for start in range(0, len(duels), size):
         yield duels[start : start + size]
-
-
-# ---------------------------------------------------------------------------------- metering
-def _rusage(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _tree_cpu(pids: Sequence[int]) -> float:
-    """CPU seconds of live processes plus their reaped children (``/proc/PID/stat`` 14-17)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15]) / tick
-    return total
-
-
-class Meter:
-    """Wall, this process (all threads), main thread, reaped children and extra live pids."""
-
-    def __init__(self, pids: Sequence[int] = ()) -> None:
-        self.pids = list(pids)
-        self.start = self._sample()
-
-    def _sample(self) -> tuple[float, ...]:
-        return (
-            time.perf_counter(),
-            time.process_time(),
-            time.thread_time(),
-            _rusage(resource.RUSAGE_CHILDREN),
-            _tree_cpu(self.pids),
-        )
-
-    def stop(self, duels: int) -> dict[str, float]:
-        wall, proc, thread, children, workers = (b - a for a, b in zip(self.start, self._sample()))
-        ms = 1000.0 / duels
-        return {
-            "seconds": round(wall, 3),
-            "duels_per_s": round(duels / wall, 1),
-            "cpu_ms_per_duel": round((proc + children + workers) * ms, 4),
-            "parent_cpu_ms_per_duel": round(proc * ms, 4),
-            "main_thread_cpu_ms_per_duel": round(thread * ms, 4),
-            "children_cpu_ms_per_duel": round(children * ms, 4),
-            "sandbox_workers_cpu_ms_per_duel": round(workers * ms, 4),
-        }
 
 
 # ---------------------------------------------------------------------------------- referee side
