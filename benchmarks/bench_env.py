@@ -39,13 +39,18 @@ import argparse
 import contextlib
 import json
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
-from metering import Meter
 
+if __name__ == "__main__":  # run as a script: the repository root holds ``benchmarks``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.metering import Meter  # noqa: E402
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, RandomTester
 from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.envs.vector import CodeTestDuelVectorEnv
@@ -178,14 +183,13 @@ def _least_cpu(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: min(sample[key] for sample in samples) for key in keys}
 
 
-def _floor_seconds(vector_cpu: dict[str, float], n_episodes: int) -> float:
+def _floor_seconds(vector_cpu: dict[str, float], n_episodes: int, cores: int) -> float:
     """Wall seconds below which no env can play the episodes here, from the vector env's jobs.
 
     The vector env runs the fewest sandbox jobs these episodes allow while every program keeps
     a process of its own (per problem one GT job over all its suites, one job per code): the
     CPU its sandbox workers spent, spread over every core, is a floor on any env's wall time.
     """
-    cores = os.cpu_count() or 1
     return vector_cpu["sandbox_workers_cpu_ms_per_episode"] * n_episodes / 1000.0 / cores
 
 
@@ -251,6 +255,7 @@ def main() -> None:
         else f"{args.problems} problems x {CODES} codes x {SUITES} suites"
     )
     single, vector = _side(single_s, n_episodes), _side(vector_s, n_episodes)
+    single_least, cores = _least_cpu(single_cpu), os.cpu_count() or 1
     result: dict[str, Any] = {
         "workload": workload,
         "episodes": n_episodes,
@@ -261,15 +266,13 @@ def main() -> None:
         "vector_over_single_runs": [round(r, 2) for r in ratios],
         "vector_over_single_spread": [round(min(ratios), 2), round(max(ratios), 2)],
         "target_vector_over_single": 5.0,
-        "cpu_per_episode": {
-            "single": _least_cpu(single_cpu),
-            "vector": _least_cpu(vector_cpu),
-        },
+        "cpu_per_episode": {"single": single_least, "vector": _least_cpu(vector_cpu)},
         "single_env_ceiling_episodes_per_s": round(
-            (os.cpu_count() or 1) * 1000.0 / _least_cpu(single_cpu)["cpu_ms_per_episode"], 1
+            cores * 1000.0 / single_least["cpu_ms_per_episode"], 1
         ),
         "vector_over_single_ceiling_runs": [
-            round(s / _floor_seconds(cpu, n_episodes), 2) for s, cpu in zip(single_s, vector_cpu)
+            round(s / _floor_seconds(cpu, n_episodes, cores), 2)
+            for s, cpu in zip(single_s, vector_cpu)
         ],
         "mean_tester_reward": {
             "single": round(sum(single_r) / len(single_r), 4),

@@ -98,8 +98,8 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
-from metering import Meter
 
+from benchmarks.metering import Meter
 from codea1_env.baselines.scripted import BoundaryTester, RandomTester
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems import load_source

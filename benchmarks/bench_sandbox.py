@@ -32,8 +32,13 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__":  # run as a script: the repository root holds ``benchmarks``
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.metering import rusage_cpu, tree_cpu  # noqa: E402
 from codea1_env.sandbox.base import Job, Limits, SandboxUnavailable
 from codea1_env.sandbox.layers import LAYERS
 from codea1_env.sandbox.local import DEFAULT_PREIMPORT, LocalSandbox
@@ -110,23 +115,9 @@ print(json.dumps({"runs_per_s": rate, "cpu_ms_per_run": (cpu() - cpu0) / runs * 
 """
 
 
-def _cpu(who: int) -> float:
-    usage = resource.getrusage(who)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _tree_cpu(pids: list[int]) -> float:
-    """CPU seconds of processes and of their reaped children, from ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15]) / tick
-    return total
+def _cpu_now(pids: list[int]) -> float:
+    """CPU seconds so far: this process, its reaped children, and ``pids`` with theirs."""
+    return rusage_cpu(resource.RUSAGE_SELF) + rusage_cpu(resource.RUSAGE_CHILDREN) + tree_cpu(pids)
 
 
 class _Meter:
@@ -135,11 +126,10 @@ class _Meter:
     def __init__(self, pids: list[int] | None = None) -> None:
         self.pids = pids or []
         self.wall = time.perf_counter()
-        self.cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
-        self.cpu += _tree_cpu(self.pids)
+        self.cpu = _cpu_now(self.pids)
 
     def result(self, runs: int, ok: bool) -> dict[str, Any]:
-        cpu = _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) + _tree_cpu(self.pids)
+        cpu = _cpu_now(self.pids)
         return {
             "runs_per_s": runs / (time.perf_counter() - self.wall),
             "cpu_ms_per_run": round((cpu - self.cpu) / runs * 1000, 3),

@@ -22,8 +22,6 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_referee.py"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    if str(BENCH.parent) not in sys.path:  # its sibling ``metering``, as when run as a script
-        sys.path.insert(0, str(BENCH.parent))
     spec = importlib.util.spec_from_file_location("bench_referee_under_test", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
