@@ -64,6 +64,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from codea1_env.scoring.canonical import canonical_cases
 from codea1_env.scoring.extraction import (
     PYTHON_TAGS,
     ParsedIOPairs,
@@ -213,9 +214,31 @@ def parse_tests(
         code = code[: cut if cut > 0 else max_chars]
     if not code.strip():
         return ParsedTests((), (), code, "no_code", truncated)
-    statements, syntax_rejects = _split_statements(code)
     if inline not in INLINE_POLICIES:
         raise ValueError(f"parse_tests: inline must be one of {INLINE_POLICIES}, got {inline!r}")
+    if inline == "arguments":  # a canonical suite needs no syntax tree (see canonical.py)
+        found = canonical_cases(
+            code, entry_point, max_cases, MAX_EXPRESSION_NODES, MAX_STATEMENT_CHARS
+        )
+        if found is not None:
+            cases_found, too_many = found
+            return ParsedTests(
+                tuple(TestCase(*case) for case in cases_found),
+                tuple(
+                    Rejected(line, clip_source(source), reason) for line, source, reason in too_many
+                ),
+                code,
+                "",
+                truncated,
+            )
+    return _parse_statements(code, entry_point, max_cases, inline, truncated)
+
+
+def _parse_statements(
+    code: str, entry_point: str, max_cases: int, inline: InlinePolicy, truncated: bool
+) -> ParsedTests:
+    """:func:`parse_tests` with :mod:`ast`, statement by statement (every suite can take it)."""
+    statements, syntax_rejects = _split_statements(code)
     parser = _SuiteParser(entry_point, max_cases, anywhere=inline == "anywhere")
     for stmt, line, source in statements:
         parser.feed(stmt, line, source)
