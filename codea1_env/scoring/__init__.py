@@ -19,6 +19,9 @@ What those steps use:
 * :mod:`.rewards`: Code-A1's reward formulas, pure functions;
 * :mod:`.extraction`: code and stdin/stdout examples out of a model's Markdown answer;
 * :mod:`.testcases`: a Test LLM's text parsed into test cases;
+* :mod:`.canonical`: suites already in canonical form, read without a syntax tree, over the
+  literal grammar of :mod:`.literal_grammar`;
+* :mod:`.unparse`: the fast :func:`ast.unparse` of test expressions;
 * :mod:`.inliner`: the AST substitution of the ``"anywhere"`` inline policy;
 * :mod:`.grading`: the GT correction's bookkeeping (rules 2-3);
 * :mod:`.arguments`: test inputs as literal values;
