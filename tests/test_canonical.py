@@ -123,6 +123,16 @@ def test_too_many_cases_are_rejected_alike(monkeypatch: pytest.MonkeyPatch) -> N
     assert [r.reason for r in parsed.rejected] == ["too_many", "too_many"]
 
 
+def test_a_statement_too_long_is_rejected_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    long_line = "assert f('" + "a" * 4100 + "') == 1"
+    code = "\n".join(["assert f(1) == 1", long_line, "assert f(2) == 2"])
+    assert _agree(monkeypatch, code)
+    parsed = parse_tests(code, "f")
+    assert [r.reason for r in parsed.rejected] == ["too_long"] and len(parsed.cases) == 2
+    assert not _agree(monkeypatch, long_line)  # no case at all: the ast path says why
+    assert not _agree(monkeypatch, "assert f('" + "a" * 4100 + "' == 1")  # not an assert
+
+
 def test_a_call_too_large_for_the_node_limit_goes_to_ast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(testcases, "MAX_EXPRESSION_NODES", 40)
     small, large = "assert f([1, 2]) == 1", "assert f(" + repr(list(range(-30, 0))) + ") == 1"

@@ -20,10 +20,10 @@ write it).
 Such a line is valid Python whose :func:`ast.unparse` text equals its own, so its call and
 expectation are the line's own slices; a call's node count is at most its length plus one, so
 a call shorter than :data:`~.testcases.MAX_EXPRESSION_NODES` characters cannot be too large.
-Longer calls, statements over :data:`~.testcases.MAX_STATEMENT_CHARS`, text the grammar will
-not read (see :func:`~codea1_env.scoring.literal_grammar.plain_text`), keywords, names,
-assignments, an assert message or a comment after the statement all send the whole suite to
-:mod:`ast`.
+A statement over :data:`~.testcases.MAX_STATEMENT_CHARS` is rejected as ``"too_long"``, as the
+:mod:`ast` path rejects it. Longer calls, text the grammar will not read (see
+:func:`~codea1_env.scoring.literal_grammar.plain_text`), keywords, names, assignments, an assert
+message or a comment after the statement all send the whole suite to :mod:`ast`.
 ``tests/test_canonical.py`` checks the two paths agree, case for case and rejection for
 rejection, on the normalized asserts of every bank and HumanEval problem's tests and on generated
 lines, canonical and perturbed.
@@ -61,8 +61,9 @@ def canonical_cases(
 
     Returns:
         ``(cases, rejected)``: cases as ``(call, expected, line, source)`` and rejections as
-        ``(line, source, "too_many")``, in line order; or None when the suite is not canonical
-        (or holds no assert), so that :mod:`ast` must read it.
+        ``(line, source, reason)`` (``"too_long"``: a statement over ``max_statement_chars``;
+        ``"too_many"``), in line order; or None when the suite is not canonical (or holds no
+        case), so that :mod:`ast` must read it.
 
     """
     if (
@@ -83,10 +84,15 @@ def canonical_cases(
         source = line.rstrip(" ")
         if not source:
             continue
-        if len(source) > max_statement_chars or not source.startswith(prefix):
+        if not source.startswith(prefix):
             return None
         reduced = reduce_literals(source[start:])
-        if reduced is None or not _STATEMENT.fullmatch(reduced) or source.count(_SPLIT) != 1:
+        if reduced is None or not _STATEMENT.fullmatch(reduced):
+            return None
+        if len(source) > max_statement_chars:  # a valid assert, too long: as ast rejects it
+            rejected.append((number, source, "too_long"))
+            continue
+        if source.count(_SPLIT) != 1:
             return None  # (a second ") == " is inside a string: rare, left to ast)
         split = source.index(_SPLIT) + 1  # the call is source[call_at:split]
         if split - call_at + 1 > max_call_nodes:  # its node count is at most its length + 1

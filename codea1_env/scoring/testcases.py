@@ -221,11 +221,11 @@ def parse_tests(
             code, entry_point, max_cases, MAX_EXPRESSION_NODES, MAX_STATEMENT_CHARS
         )
         if found is not None:
-            cases_found, too_many = found
+            cases_found, dropped = found
             return ParsedTests(
                 tuple(TestCase(*case) for case in cases_found),
                 tuple(
-                    Rejected(line, clip_source(source), reason) for line, source, reason in too_many
+                    Rejected(line, clip_source(source), reason) for line, source, reason in dropped
                 ),
                 code,
                 "",
