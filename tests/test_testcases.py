@@ -524,3 +524,21 @@ def test_grade_suite_io_pairs_and_bad_arguments() -> None:
     assert [g.status for g in grading.graded] == ["valid", "dropped_duplicate", "invalid_kept"]
     with pytest.raises(ValueError, match="lengths"):
         grade_suite(pairs, [True], [1], [True], [1])
+
+
+def test_grade_suite_takes_the_callers_normalized_forms() -> None:
+    from codea1_env.scoring.testcases import case_key, grade_suite
+
+    cases = parse_tests("assert f(1) == 2\nassert f(1) == 3\nassert f(2) == 4", "f").cases
+    gt_ok, gt_values = [True, True, False], [2, 2, None]
+    expected = ([True] * 3, [2, 3, 4])
+    plain_grading = grade_suite(cases, gt_ok, gt_values, *expected)
+    keys = [case_key(c, v) if ok else None for c, ok, v in zip(cases, gt_ok, gt_values)]
+    assert grade_suite(cases, gt_ok, gt_values, *expected, keys=keys) == plain_grading
+    assert [t.status for t in plain_grading.graded] == [
+        "valid",
+        "dropped_duplicate",
+        "dropped_gt_error",
+    ]
+    with pytest.raises(ValueError):
+        grade_suite(cases, gt_ok, gt_values, *expected, keys=keys[:2])

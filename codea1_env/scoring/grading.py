@@ -93,6 +93,7 @@ def grade_suite(
     expected_values: Sequence[Any],
     *,
     equal: Callable[[Any, Any], bool] = python_equal,
+    keys: Sequence[str | None] | None = None,
 ) -> SuiteGrading:
     """Apply Code-A1's GT correction to a parsed suite (rule 2, in the tester's order).
 
@@ -110,6 +111,9 @@ def grade_suite(
         expected_values: Each expected value (ignored where ``expected_ok`` is False).
         equal: The value comparison (:func:`codea1_env.sandbox.worker.plain.equality`; default
             Python's ``==``).
+        keys: Each case's normalized form when the caller already has it (``case_key(case,
+            gt_values[i])``, memoized across a problem's suites); computed here when None.
+            Entries where ``gt_call_ok`` is False are not read.
 
     Raises:
         ValueError: the sequences differ in length (a caller error).
@@ -117,6 +121,8 @@ def grade_suite(
     """
     n = len(cases)
     lengths = {len(gt_call_ok), len(gt_values), len(expected_ok), len(expected_values)}
+    if keys is not None:
+        lengths.add(len(keys))
     if lengths - {n}:
         raise ValueError(f"grade_suite: sequences must all have {n} items, got lengths {lengths}")
     graded: list[GradedTest] = []
@@ -127,7 +133,9 @@ def grade_suite(
             graded.append(GradedTest(case, "dropped_gt_error"))
             continue
         gt = gt_values[index]
-        key = case_key(case, gt)
+        key = keys[index] if keys is not None else None
+        if key is None:
+            key = case_key(case, gt)
         if key in seen:
             graded.append(GradedTest(case, "dropped_duplicate"))
             continue

@@ -20,7 +20,7 @@ from codea1_env.problems.problem import IOPair
 from codea1_env.sandbox.base import CallResult, CallStatus, JobResult
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.arguments import MISSING, literal_value
-from codea1_env.scoring.grading import SuiteGrading, grade_suite
+from codea1_env.scoring.grading import SuiteGrading, case_key, grade_suite
 from codea1_env.scoring.metrics import judgement_metrics
 from codea1_env.scoring.plan import GtCache, ParsedSuite, Plan, call_key, digest, normalize
 from codea1_env.scoring.quality import PassHistory
@@ -69,7 +69,10 @@ def score_plan(
         return found if found is not None else cache.get((gt_digest, key))
 
     shown: dict[tuple[str, str], str] = {}  # (source, call) -> display text (GT values)
-    shared = _ProblemScoring(plan, results, gt, config, stability, history, equal, stdio, shown)
+    normal: dict[tuple[str, str], str] = {}  # (written call, call run) -> normalized test
+    shared = _ProblemScoring(
+        plan, results, gt, config, stability, history, equal, stdio, shown, normal
+    )
     coder_details: list[CoderReward] = []
     tester_details: list[tuple[TesterReward, ...]] = []
     suite_rows: list[tuple[SuiteVerdict, ...]] = []
@@ -167,6 +170,7 @@ class _ProblemScoring:
     equal: Callable[[Any, Any], bool]
     stdio: bool
     shown: dict[tuple[str, str], str]
+    normal: dict[tuple[str, str], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,7 +191,15 @@ def _score_suite(
 ) -> tuple[SuiteVerdict, float | None]:
     """One (code, suite) pair: grading, verdicts, pair and tester rewards, and its pass rate."""
     grading, verdicts = grade(
-        suite, c.gt, code.outcome, code.passed, c.stdio, c.plan, c.equal, shown=c.shown
+        suite,
+        c.gt,
+        code.outcome,
+        code.passed,
+        c.stdio,
+        c.plan,
+        c.equal,
+        shown=c.shown,
+        normal=c.normal,
     )
     # rule 4: the pass rate over every kept test, the fail rate over the first K
     gen_rate = sum(v.passed for v in verdicts) / len(verdicts) if verdicts else None
@@ -254,11 +266,13 @@ def grade(
     plan: Plan,
     equal: Callable[[Any, Any], bool],
     shown: dict[tuple[str, str], str] | None = None,
+    normal: dict[tuple[str, str], str] | None = None,
 ) -> tuple[SuiteGrading | None, tuple[TestVerdict, ...]]:
     """One suite graded against the GT (rule 2), and its kept tests run on one candidate.
 
-    ``shown`` memoizes the verdicts' display text per call within one problem (the GT's value
-    of a call is the same in every suite).
+    ``shown`` memoizes the verdicts' display text per call within one problem, and ``normal``
+    each case's normalized form (:func:`case_key`) per (written call, call run): the GT's
+    value of a call is the same in every suite of the problem.
     """
     if not suite.cases:
         return None, ()
@@ -266,14 +280,25 @@ def grade(
     gt_values: list[Any] = []
     exp_ok: list[bool] = []
     exp_values: list[Any] = []
+    keys: list[str | None] = []
     for case in suite.cases:
-        reference = gt(call_key(case))
-        gt_ok.append(bool(reference is not None and reference.ok))
-        gt_values.append(normalize(reference.value, stdio) if reference and reference.ok else None)
+        run = call_key(case)
+        reference = gt(run)
+        ok = bool(reference is not None and reference.ok)
+        gt_ok.append(ok)
+        gt_value = normalize(reference.value, stdio) if ok and reference is not None else None
+        gt_values.append(gt_value)
+        key = None
+        if ok and normal is not None:
+            memo = (case.input if isinstance(case, IOPair) else case.key, run)
+            key = normal.get(memo)
+            if key is None:
+                key = normal[memo] = case_key(case, gt_value)
+        keys.append(key)
         ok, value = _expected(case, plan.expected_values)
         exp_ok.append(ok)
         exp_values.append(value)
-    grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, equal=equal)
+    grading = grade_suite(suite.cases, gt_ok, gt_values, exp_ok, exp_values, equal=equal, keys=keys)
     claims = {id(case): (ok, value) for case, ok, value in zip(suite.cases, exp_ok, exp_values)}
     verdicts = []
     for t in grading.tests:
