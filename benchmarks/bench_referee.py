@@ -15,7 +15,9 @@ The sides, each timed over the same duels, ``--repeats`` times, interleaved (bes
 ``referee``
     :meth:`Referee.judge_many` over batches of ``--batch`` problems, a fresh referee each pass
     (cold GT cache) over a copy of the warm book, one warm :class:`LocalSandbox` with one worker
-    per core (every isolation layer this machine allows).
+    per core (every isolation layer this machine allows). Each pass starts without the
+    process's per-text memos (:func:`~codea1_env.scoring.referee.clear_text_caches`), as a
+    training step whose texts are all new would; the pool's processes are fresh interpreters.
 
 ``referee_processes``
     The same batches through :class:`~codea1_env.scoring.pool.RefereePool`: ``--processes``
@@ -111,7 +113,7 @@ from codea1_env.scoring import referee as referee_module
 from codea1_env.scoring import score as score_module
 from codea1_env.scoring.mutation import generate_mutants
 from codea1_env.scoring.pool import RefereePool
-from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.referee import Referee, clear_text_caches
 from codea1_env.scoring.rewards import RewardConfig
 
 CODES, SUITES = 8, 8
@@ -225,6 +227,7 @@ def referee_pass(
     """One timed pass of ``judge_many`` over ``duels``; returns the figures and the judgements."""
     referee = Referee(sandbox=sandbox, mistake_book=copy_book(book), owns_sandbox=False)
     n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
+    clear_text_caches()  # a fresh step's texts are new: no memo from the pass before
     meter = Meter(sandbox.worker_pids())
     judgements: list[Any] = []
     for chunk in batches(duels, batch):
@@ -372,6 +375,7 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
         owns_sandbox=False,
     )
     t: dict[str, float] = collections.defaultdict(float)
+    clear_text_caches()
     with contextlib.ExitStack() as stack:
         for owner, name, key in _referee_steps(referee):
             stack.enter_context(_timed(owner, name, t, key))
@@ -408,6 +412,7 @@ def profile_pass(
 ) -> dict[str, Any]:
     """cProfile of one referee pass (main thread only): the functions with the most own time."""
     referee = Referee(sandbox=sandbox, mistake_book=copy_book(book), owns_sandbox=False)
+    clear_text_caches()
     profiler = cProfile.Profile()
     profiler.enable()
     for chunk in batches(duels, batch):

@@ -1,4 +1,4 @@
-"""The canonical fast path of parse_tests agrees with the ast path, case for case."""
+"""The canonical fast paths (suites, literal calls, normal forms) agree with the ast paths."""
 
 from __future__ import annotations
 
@@ -10,8 +10,15 @@ from typing import Any
 import pytest
 
 from codea1_env.problems import load_source
+from codea1_env.sandbox.worker import plain
 from codea1_env.scoring import testcases
+from codea1_env.scoring.arguments import arguments_expression
 from codea1_env.scoring.canonical import canonical_cases
+from codea1_env.scoring.literal_grammar import (
+    is_canonical_expression,
+    is_literal_call,
+    simple_value,
+)
 from codea1_env.scoring.testcases import ParsedTests, parse_tests
 
 
@@ -240,3 +247,74 @@ def test_generated_suites_agree(monkeypatch: pytest.MonkeyPatch) -> None:
         else:
             slow += 1
     assert fast > 100 and slow > 100  # both paths were exercised
+
+
+# ------------------------------------------------------------------ literal calls, normal forms
+def _literal_arguments_by_ast(text: str) -> bool:
+    """The ast answer: a call by name whose every argument ast.literal_eval accepts (plain)."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return False
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.keywords:
+        return False
+    for argument in node.args:
+        try:
+            value = ast.literal_eval(argument)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        if not plain.is_plain(value):
+            return False
+    return True
+
+
+def _expressions(rng: random.Random) -> list[str]:
+    arguments = ", ".join(repr(_value(rng, 0)) for _ in range(rng.randrange(4)))
+    texts = [f"f({arguments})", repr(_value(rng, 0))]
+    texts += [_perturbed(rng, text) for text in texts if text]
+    unhashable = rng.choice(["[1]", "{1: 2}", "{3}", "(1, [2])"])
+    texts += [f"f({{{unhashable}: 1}})", f"f({{{unhashable}}})", f"f(({unhashable},))"]
+    return texts
+
+
+def test_literal_calls_and_normal_forms_agree_with_ast() -> None:
+    rng = random.Random(4)
+    calls = normal = 0
+    for _ in range(1500):
+        for text in _expressions(rng):
+            if is_literal_call(text):
+                calls += 1
+                assert _literal_arguments_by_ast(text), text
+                assert arguments_expression(text) is None
+            if is_canonical_expression(text):
+                normal += 1
+                assert ast.unparse(ast.parse(text, mode="eval").body) == text, text
+    assert calls > 500 and normal > 1000
+    assert not is_literal_call("f({[1]: 2})") and not is_literal_call("f({(1, [2])})")
+    assert is_literal_call("f({(1, (2,)): [3]}, ((1, [2]),))")
+
+
+def test_simple_values_are_what_literal_eval_gives() -> None:
+    rng = random.Random(5)
+    known = 0
+    texts = [
+        "True",
+        "None",
+        "-0",
+        "-0.0",
+        "0.0001",
+        "[]",
+        "[1, -2.5, 0.30000000000000004]",
+        "'a\"b'",
+    ]
+    for _ in range(3000):
+        value = rng.choice([_value(rng, 2), [rng.choice(_FLOATS) for _ in range(3)]])
+        texts += [repr(value), _perturbed(rng, repr(value) or "0")]
+    for text in texts:
+        ok, value = simple_value(text)
+        if ok:
+            known += 1
+            expected = ast.literal_eval(text)
+            assert type(value) is type(expected) and repr(value) == repr(expected), text
+    assert known > 1500
+    assert simple_value("[1, 'a']") == (False, None) and simple_value("1e-05") == (False, None)

@@ -17,8 +17,15 @@ import functools
 from typing import Any
 
 from codea1_env.sandbox.worker import plain
+from codea1_env.scoring.literal_grammar import is_literal_call, simple_value
 
-__all__ = ["MISSING", "arguments_expression", "literal_call", "literal_value"]
+__all__ = [
+    "MISSING",
+    "arguments_expression",
+    "clear_caches",
+    "literal_call",
+    "literal_value",
+]
 
 MISSING: Any = object()
 """Returned by :func:`literal_value` for a source that is not a plain literal."""
@@ -39,6 +46,9 @@ def literal_value(source: str) -> Any:
 
 @functools.lru_cache(maxsize=65536)
 def _literal_value(source: str) -> Any:
+    known, value = simple_value(source)
+    if known:
+        return value
     try:
         value = ast.literal_eval(source)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -60,8 +70,12 @@ def arguments_expression(call_source: str) -> str | None:
     """An expression that evaluates a call's arguments to ``((args...), {kwargs})``.
 
     Returns None when every argument is already a plain literal (nothing needs running), and
-    also when ``call_source`` is not a call (the parser never produces that). Cached per call.
+    also when ``call_source`` is not a call (the parser never produces that). Cached per call;
+    a call on canonical literals is recognised without a syntax tree
+    (:func:`~codea1_env.scoring.literal_grammar.is_literal_call`).
     """
+    if is_literal_call(call_source):
+        return None
     try:
         node = ast.parse(call_source, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -98,3 +112,12 @@ def literal_call(entry_point: str, value: Any) -> str | None:
             return None
         parts.append(f"{key}={plain.to_source(item)}")
     return f"{entry_point}({', '.join(parts)})"
+
+
+def clear_caches() -> None:
+    """Forget the memoized literal values and argument expressions.
+
+    See :func:`codea1_env.scoring.referee.clear_text_caches`.
+    """
+    _literal_value.cache_clear()
+    arguments_expression.cache_clear()

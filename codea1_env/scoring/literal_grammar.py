@@ -1,8 +1,13 @@
 r"""Canonical literal source: Python literals written exactly as :func:`ast.unparse` writes them.
 
-A small grammar read with regular expressions, for the referee's fast reading of canonical
-suites (:mod:`codea1_env.scoring.canonical`), which must never guess: a text in this grammar is
-valid Python, its :func:`ast.unparse` text is itself, and compiling it can neither fail nor warn.
+A small grammar read with regular expressions, for the referee's fast paths that must never
+guess: a text in this grammar is valid Python, its :func:`ast.unparse` text is itself, and
+compiling it can neither fail nor warn. Used to read canonical suites
+(:mod:`codea1_env.scoring.canonical`), to tell calls on literal arguments
+(:func:`is_literal_call`, :func:`codea1_env.scoring.arguments.arguments_expression`) and
+expressions already in normal form (:func:`is_canonical_expression`, the monitor) and the
+values of the simplest literals (:func:`simple_value`, expected sides) without building a
+syntax tree.
 
 The grammar (:func:`reduce_literals` replaces each literal by :data:`MARK`, innermost first):
 
@@ -23,9 +28,19 @@ digit run an interpreter's integer-string limit could refuse, every long float c
 
 from __future__ import annotations
 
+import keyword
 import re
+from typing import Any
 
-__all__ = ["MARK", "MAX_DEPTH", "plain_text", "reduce_literals"]
+__all__ = [
+    "MARK",
+    "MAX_DEPTH",
+    "is_canonical_expression",
+    "is_literal_call",
+    "plain_text",
+    "reduce_literals",
+    "simple_value",
+]
 
 MAX_DEPTH = 32
 """Most container levels a canonical literal may nest (deeper: not read)."""
@@ -84,3 +99,100 @@ def plain_text(text: str) -> bool:
             for run in _FLOAT_RUNS.findall(text)
         )
     )
+
+
+_UNHASHABLE_MARK = "\u00a4"
+"""Stands for a reduced list, dict, set, or tuple holding one: a value with no hash."""
+_H, _U = MARK, _UNHASHABLE_MARK
+_ANY = f"[{_H}{_U}]"
+_HASHABLE_TUPLES = re.compile(rf"\((?:{_H},|{_H}(?:, {_H})+)?\)")
+_UNHASHABLE_GROUPS = re.compile(
+    rf"\[(?:{_ANY}(?:, {_ANY})*)?\]"  # list
+    rf"|\((?:{_U},|(?:{_ANY}, )+{_U}(?:, {_ANY})*|{_U}(?:, {_ANY})+)\)"  # tuple holding one
+    rf"|\{{{_H}(?:, {_H})*\}}"  # set of hashable items
+    rf"|\{{(?:{_H}: {_ANY}(?:, {_H}: {_ANY})*)?\}}"  # dict with hashable keys
+)
+_CALL_ARGUMENTS = re.compile(rf"(?:{_ANY}(?:, {_ANY})*)?")
+
+
+def _reduce_values(text: str) -> str | None:
+    """Like :func:`reduce_literals`, marking what has a hash apart from what has none.
+
+    A set item or dict key without a hash stays unreduced (``ast.literal_eval`` raises on it).
+    """
+    text = _ATOMS.sub(_H, text)
+    for _ in range(MAX_DEPTH + 1):
+        reduced = _UNHASHABLE_GROUPS.sub(_U, _HASHABLE_TUPLES.sub(_H, text))
+        if reduced == text:
+            return text
+        text = reduced
+    return None
+
+
+def is_literal_call(text: str) -> bool:
+    """Whether ``text`` is ``NAME(A, ...)`` whose every argument ``ast.literal_eval`` accepts.
+
+    ``NAME`` is an ASCII identifier that is not a keyword, each ``A`` a canonical literal (see
+    the module docstring) whose set items and dict keys all have a hash. False means "not
+    known": the caller decides with :mod:`ast`.
+    """
+    head, paren, rest = text.partition("(")
+    if (
+        not paren
+        or not rest.endswith(")")
+        or not head.isascii()
+        or not head.isidentifier()
+        or keyword.iskeyword(head)
+        or "\n" in rest
+        or not plain_text(rest)
+    ):
+        return False
+    inner = _reduce_values(rest[:-1])
+    return inner is not None and bool(_CALL_ARGUMENTS.fullmatch(inner))
+
+
+def is_canonical_expression(text: str) -> bool:
+    """Whether ``text`` is a canonical literal or ``NAME(A, ...)`` of canonical literals.
+
+    Such a text is its own :func:`ast.unparse` form. False means "not known".
+    """
+    if "\n" in text or not plain_text(text):
+        return False
+    reduced = reduce_literals(text)
+    if reduced == MARK:
+        return True
+    head, paren, _ = text.partition("(")
+    if not paren or not head.isidentifier() or keyword.iskeyword(head):
+        return False
+    inner = reduce_literals(text[len(head) + 1 : -1]) if text.endswith(")") else None
+    return inner is not None and bool(_CALL_ARGUMENTS.fullmatch(inner))
+
+
+_INT_TEXT = re.compile(rf"-?{_INT}")
+_FLOAT_TEXT = re.compile(rf"-?{_FLOAT}")
+_STRING_TEXT = re.compile(_STRING)
+_NUMBERS = re.compile(rf"\[(?:-?(?:{_FLOAT}|{_INT})(?:, -?(?:{_FLOAT}|{_INT}))*)?\]")
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def simple_value(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` for the simplest canonical literals, read without a syntax tree.
+
+    A number, a string, ``True``/``False``/``None``, or a flat list of numbers: the value
+    :func:`ast.literal_eval` gives. ``(False, None)`` for anything else (the caller uses
+    :mod:`ast`).
+    """
+    if text in _CONSTANTS:
+        return True, _CONSTANTS[text]
+    if not plain_text(text) or "\n" in text:
+        return False, None
+    if _INT_TEXT.fullmatch(text):
+        return True, int(text)
+    if _FLOAT_TEXT.fullmatch(text):
+        return True, float(text)
+    if _STRING_TEXT.fullmatch(text):
+        return True, text[1:-1]
+    if _NUMBERS.fullmatch(text):
+        items = text[1:-1]
+        return True, [float(x) if "." in x else int(x) for x in items.split(", ")] if items else []
+    return False, None

@@ -35,7 +35,10 @@ def inputs_jobs(plans: Sequence[Plan], limits: Limits) -> tuple[list[Job], dict[
                 for case in suite.cases:
                     if not isinstance(case, TestCase):
                         continue
-                    expr = arg_exprs.setdefault(case.call, arguments_expression(case.call))
+                    if case.call in arg_exprs:
+                        expr = arg_exprs[case.call]
+                    else:
+                        expr = arg_exprs[case.call] = arguments_expression(case.call)
                     if expr is not None:
                         expressions[expr] = None
                     if literal_value(case.expected) is MISSING:

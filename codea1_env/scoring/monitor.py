@@ -85,6 +85,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from codea1_env.sandbox.base import CallStatus, JobResult
+from codea1_env.scoring.literal_grammar import is_canonical_expression
 from codea1_env.scoring.testcases import TestCase
 from codea1_env.scoring.unparse import unparse
 
@@ -94,6 +95,7 @@ __all__ = [
     "RUNTIME_EVENTS",
     "SOURCE_FLAGS",
     "TEST_FLAGS",
+    "clear_caches",
     "monitor_referee_batch",
     "scan_job",
     "scan_program",
@@ -408,8 +410,11 @@ def _normal(source: str) -> str:
     """A canonical form of an expression: two parse to the same tree iff their forms are equal.
 
     :func:`ast.unparse` is that form (``parse(unparse(tree))`` is ``tree`` again), written by
-    :func:`~codea1_env.scoring.unparse.unparse` several times faster than :func:`ast.dump`.
+    :func:`~codea1_env.scoring.unparse.unparse` several times faster than :func:`ast.dump`; a
+    canonical literal or call on canonical literals already is it (no syntax tree built).
     """
+    if is_canonical_expression(source):
+        return source
     try:
         return unparse(ast.parse(source, mode="eval").body)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -543,3 +548,12 @@ def monitor_referee_batch(
             continue
         counts = counts + scan_suite(tests, rejected, entry_point)
     return counts.as_metrics()
+
+
+def clear_caches() -> None:
+    """Forget the memoized program scans and normal forms.
+
+    See :func:`codea1_env.scoring.referee.clear_text_caches`.
+    """
+    _scan_program.cache_clear()
+    _normal.cache_clear()

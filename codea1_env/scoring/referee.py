@@ -46,6 +46,7 @@ from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
+from codea1_env.scoring import arguments, monitor
 from codea1_env.scoring.book import (
     after_batch,
     apply_judgement,
@@ -72,13 +73,33 @@ from codea1_env.scoring.score import same, score_plan
 from codea1_env.scoring.verdicts import Judgement, SuiteVerdict, TestVerdict
 from codea1_env.stability import StabilityOptions
 
-__all__ = ["Item", "Judge", "Judgement", "Referee", "SuiteVerdict", "TestVerdict"]
+__all__ = [
+    "Item",
+    "Judge",
+    "Judgement",
+    "Referee",
+    "SuiteVerdict",
+    "TestVerdict",
+    "clear_text_caches",
+]
 
 
 Item = tuple[Problem, Sequence[str], Sequence[Sequence[str]]]
 """One ``(problem, codes, suites)`` item of a batch."""
 
 _Judge = TypeVar("_Judge", bound="Judge")
+
+
+def clear_text_caches() -> None:
+    """Forget the memos of texts that every referee of this process shares.
+
+    Literal values, argument expressions, program scans and normal forms are memoized per text
+    for the life of the process (they are pure). Scoring never needs this; a benchmark calls
+    it before each timed pass, so that a pass pays for its texts as a fresh training step
+    (new generations, new texts) would, instead of finding them from the pass before.
+    """
+    arguments.clear_caches()
+    monitor.clear_caches()
 
 
 class Judge(abc.ABC):
