@@ -31,14 +31,13 @@ lines, canonical and perturbed.
 
 from __future__ import annotations
 
-import keyword
 import re
 
-from codea1_env.scoring.literal_grammar import MARK, plain_text, reduce_literals
+from codea1_env.scoring.literal_grammar import ANY_MARK, is_name, plain_text, reduce_literals
 
 __all__ = ["canonical_cases"]
 
-_STATEMENT = re.compile(rf"(?:{MARK}(?:, {MARK})*)?\) == {MARK}")
+_STATEMENT = re.compile(rf"(?:{ANY_MARK}(?:, {ANY_MARK})*)?\) == {ANY_MARK}")
 """What is left of ``A, A...) == A`` after :func:`reduce_literals`."""
 _SPLIT = ") == "
 
@@ -66,12 +65,7 @@ def canonical_cases(
         case), so that :mod:`ast` must read it.
 
     """
-    if (
-        not entry_point.isascii()
-        or not entry_point.isidentifier()
-        or keyword.iskeyword(entry_point)
-        or not plain_text(code)
-    ):
+    if not is_name(entry_point) or not plain_text(code):
         return None
     prefix = f"assert {entry_point}("
     start = len(prefix)

@@ -9,7 +9,7 @@ expressions already in normal form (:func:`is_canonical_expression`, the monitor
 values of the simplest literals (:func:`simple_value`, expected sides) without building a
 syntax tree.
 
-The grammar (:func:`reduce_literals` replaces each literal by :data:`MARK`, innermost first):
+The grammar (:func:`reduce_literals` replaces each literal by a mark, innermost first):
 
 - an integer without leading zeros, or a float written as ``repr`` writes it in fixed notation
   (no trailing zero but in ``.0``, between 1e-4 and 1e16; with at most 15 significant digits
@@ -20,7 +20,8 @@ The grammar (:func:`reduce_literals` replaces each literal by :data:`MARK`, inne
   quotes when it holds a ``'`` and no ``"`` or ``\`` (both exactly as ``repr`` quotes);
 - ``True``, ``False``, ``None``;
 - a list, tuple (``()``, ``(A,)``, ``(A, B)``), non-empty set or dict of such literals,
-  separated by ``", "`` and ``": "`` exactly, nested at most :data:`MAX_DEPTH` deep.
+  separated by ``", "`` and ``": "`` exactly, nested at most :data:`MAX_DEPTH` deep, whose set
+  items and dict keys have a hash (so that ``ast.literal_eval`` gives its value).
 
 A text is read only when :func:`plain_text` accepts it: printable ASCII (and line breaks), no
 digit run an interpreter's integer-string limit could refuse, every long float canonical.
@@ -33,10 +34,13 @@ import re
 from typing import Any
 
 __all__ = [
+    "ANY_MARK",
     "MARK",
     "MAX_DEPTH",
+    "UNHASHABLE_MARK",
     "is_canonical_expression",
     "is_literal_call",
+    "is_name",
     "plain_text",
     "reduce_literals",
     "simple_value",
@@ -46,7 +50,11 @@ MAX_DEPTH = 32
 """Most container levels a canonical literal may nest (deeper: not read)."""
 
 MARK = "\u00a7"
-"""Stands for a reduced literal; never in the (ASCII) text being read."""
+"""Stands for a reduced literal that has a hash (a scalar, or a tuple of such)."""
+UNHASHABLE_MARK = "\u00a4"
+"""Stands for a reduced list, dict or set, or a tuple holding one: a value with no hash."""
+ANY_MARK = f"[{MARK}{UNHASHABLE_MARK}]"
+"""A regular expression for either mark: one reduced literal. Neither is ever in (ASCII) text."""
 
 _INT = r"(?:0|[1-9][0-9]*)"
 _FLOAT = (  # fixed notation, not below 1e-4; tokens of 17 characters or more: _FLOAT_RUNS
@@ -60,14 +68,16 @@ _ATOMS = re.compile(
 )
 """One canonical scalar literal; :meth:`re.Pattern.sub` replaces each by :data:`MARK`."""
 
-_M = MARK
-_GROUPS = re.compile(
-    rf"\[(?:{_M}(?:, {_M})*)?\]"  # list
-    rf"|\((?:{_M},|{_M}(?:, {_M})+)?\)"  # tuple: (), (a,), (a, b...)
-    rf"|\{{{_M}(?:, {_M})*\}}"  # non-empty set
-    rf"|\{{(?:{_M}: {_M}(?:, {_M}: {_M})*)?\}}"  # dict
+_H, _U, _A = MARK, UNHASHABLE_MARK, ANY_MARK
+_HASHABLE_TUPLES = re.compile(rf"\((?:{_H},|{_H}(?:, {_H})+)?\)")
+_UNHASHABLE_GROUPS = re.compile(
+    rf"\[(?:{_A}(?:, {_A})*)?\]"  # list
+    rf"|\((?:{_U},|(?:{_A}, )+{_U}(?:, {_A})*|{_U}(?:, {_A})+)\)"  # tuple holding one
+    rf"|\{{{_H}(?:, {_H})*\}}"  # non-empty set of hashable items
+    rf"|\{{(?:{_H}: {_A}(?:, {_H}: {_A})*)?\}}"  # dict with hashable keys
 )
-"""One container whose items are all reduced; replaced by :data:`MARK` in turn."""
+"""One container whose items are all reduced; replaced by a mark in turn."""
+_ARGUMENTS = re.compile(rf"(?:{_A}(?:, {_A})*)?")
 
 _FLOAT_RUNS = re.compile(r"[0-9.]{17,}")
 """Runs that may be float tokens of 16 digits or more: canonical only if ``repr`` writes them."""
@@ -78,10 +88,15 @@ _PRINTABLE = re.compile(r"[ -~\n]*")
 
 
 def reduce_literals(text: str) -> str | None:
-    """``text`` with every canonical literal reduced to :data:`MARK`; None if too deep."""
-    text = _ATOMS.sub(MARK, text)
+    """``text`` with every canonical literal reduced to a mark, innermost first.
+
+    :data:`MARK` where the value has a hash, :data:`UNHASHABLE_MARK` where it has none. A set
+    item or dict key without a hash stays unreduced (``ast.literal_eval`` would raise on it), so
+    every mark stands for a value ``ast.literal_eval`` gives. None if nested too deep.
+    """
+    text = _ATOMS.sub(_H, text)
     for _ in range(MAX_DEPTH + 1):
-        reduced = _GROUPS.sub(MARK, text)
+        reduced = _UNHASHABLE_GROUPS.sub(_U, _HASHABLE_TUPLES.sub(_H, text))
         if reduced == text:
             return text
         text = reduced
@@ -101,71 +116,39 @@ def plain_text(text: str) -> bool:
     )
 
 
-_UNHASHABLE_MARK = "\u00a4"
-"""Stands for a reduced list, dict, set, or tuple holding one: a value with no hash."""
-_H, _U = MARK, _UNHASHABLE_MARK
-_ANY = f"[{_H}{_U}]"
-_HASHABLE_TUPLES = re.compile(rf"\((?:{_H},|{_H}(?:, {_H})+)?\)")
-_UNHASHABLE_GROUPS = re.compile(
-    rf"\[(?:{_ANY}(?:, {_ANY})*)?\]"  # list
-    rf"|\((?:{_U},|(?:{_ANY}, )+{_U}(?:, {_ANY})*|{_U}(?:, {_ANY})+)\)"  # tuple holding one
-    rf"|\{{{_H}(?:, {_H})*\}}"  # set of hashable items
-    rf"|\{{(?:{_H}: {_ANY}(?:, {_H}: {_ANY})*)?\}}"  # dict with hashable keys
-)
-_CALL_ARGUMENTS = re.compile(rf"(?:{_ANY}(?:, {_ANY})*)?")
-
-
-def _reduce_values(text: str) -> str | None:
-    """Like :func:`reduce_literals`, marking what has a hash apart from what has none.
-
-    A set item or dict key without a hash stays unreduced (``ast.literal_eval`` raises on it).
-    """
-    text = _ATOMS.sub(_H, text)
-    for _ in range(MAX_DEPTH + 1):
-        reduced = _UNHASHABLE_GROUPS.sub(_U, _HASHABLE_TUPLES.sub(_H, text))
-        if reduced == text:
-            return text
-        text = reduced
-    return None
+def is_name(text: str) -> bool:
+    """Whether ``text`` is an ASCII identifier that is not a keyword (a name a call can use)."""
+    return text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
 
 
 def is_literal_call(text: str) -> bool:
-    """Whether ``text`` is ``NAME(A, ...)`` whose every argument ``ast.literal_eval`` accepts.
+    """Whether ``text`` is ``NAME(A, ...)`` of canonical literals ``ast.literal_eval`` accepts.
 
-    ``NAME`` is an ASCII identifier that is not a keyword, each ``A`` a canonical literal (see
-    the module docstring) whose set items and dict keys all have a hash. False means "not
-    known": the caller decides with :mod:`ast`.
+    Such a text is also its own :func:`ast.unparse` form. False means "not known": the caller
+    decides with :mod:`ast`.
     """
     head, paren, rest = text.partition("(")
-    if (
-        not paren
-        or not rest.endswith(")")
-        or not head.isascii()
-        or not head.isidentifier()
-        or keyword.iskeyword(head)
-        or "\n" in rest
-        or not plain_text(rest)
-    ):
+    if not paren or not rest.endswith(")") or not is_name(head) or not _one_line(rest):
         return False
-    inner = _reduce_values(rest[:-1])
-    return inner is not None and bool(_CALL_ARGUMENTS.fullmatch(inner))
+    inner = reduce_literals(rest[:-1])
+    return inner is not None and bool(_ARGUMENTS.fullmatch(inner))
 
 
 def is_canonical_expression(text: str) -> bool:
-    """Whether ``text`` is a canonical literal or ``NAME(A, ...)`` of canonical literals.
+    """Whether ``text`` is a canonical literal or a :func:`is_literal_call` call.
 
     Such a text is its own :func:`ast.unparse` form. False means "not known".
     """
-    if "\n" in text or not plain_text(text):
+    if is_literal_call(text):
+        return True
+    if not _one_line(text):
         return False
     reduced = reduce_literals(text)
-    if reduced == MARK:
-        return True
-    head, paren, _ = text.partition("(")
-    if not paren or not head.isidentifier() or keyword.iskeyword(head):
-        return False
-    inner = reduce_literals(text[len(head) + 1 : -1]) if text.endswith(")") else None
-    return inner is not None and bool(_CALL_ARGUMENTS.fullmatch(inner))
+    return reduced is not None and len(reduced) == 1 and reduced in (_H, _U)
+
+
+def _one_line(text: str) -> bool:
+    return "\n" not in text and plain_text(text)
 
 
 _INT_TEXT = re.compile(rf"-?{_INT}")
@@ -184,7 +167,7 @@ def simple_value(text: str) -> tuple[bool, Any]:
     """
     if text in _CONSTANTS:
         return True, _CONSTANTS[text]
-    if not plain_text(text) or "\n" in text:
+    if not _one_line(text):
         return False, None
     if _INT_TEXT.fullmatch(text):
         return True, int(text)
