@@ -60,7 +60,9 @@ _INT = r"(?:0|[1-9][0-9]*)"
 _FLOAT = (  # fixed notation, not below 1e-4; tokens of 17 characters or more: _FLOAT_RUNS
     r"(?:0\.(?!0000)(?:[0-9]*[1-9]|0)|[1-9][0-9]*\.(?:[0-9]*[1-9]|0))"
 )
-_NUMBER = rf"-?(?:{_FLOAT}|{_INT})(?![0-9A-Za-z_.])"
+_SIGNED = rf"-?(?:{_FLOAT}|{_INT})"
+"""A number's text, its sign included (one token only with the boundary of :data:`_NUMBER`)."""
+_NUMBER = rf"{_SIGNED}(?![0-9A-Za-z_.])"
 _STRING = r"'[ -&(-\[\]-~]*'|\"(?=[^\"]*')[ !#-\[\]-~]*\""
 _ATOMS = re.compile(
     r"(?=[-0-9'\"TFN])"  # the first character, checked first: half the scanning time
@@ -154,7 +156,7 @@ def _one_line(text: str) -> bool:
 _INT_TEXT = re.compile(rf"-?{_INT}")
 _FLOAT_TEXT = re.compile(rf"-?{_FLOAT}")
 _STRING_TEXT = re.compile(_STRING)
-_NUMBERS = re.compile(rf"\[(?:-?(?:{_FLOAT}|{_INT})(?:, -?(?:{_FLOAT}|{_INT}))*)?\]")
+_NUMBERS = re.compile(rf"\[(?:{_SIGNED}(?:, {_SIGNED})*)?\]")
 _CONSTANTS = {"True": True, "False": False, "None": None}
 
 
