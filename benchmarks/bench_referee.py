@@ -102,6 +102,7 @@ if __name__ == "__main__":
 import numpy as np
 
 from benchmarks.metering import Meter
+from benchmarks.projection import as_json, figures_from_reports, project
 from codea1_env.baselines.scripted import BoundaryTester, RandomTester
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems import load_source
@@ -967,6 +968,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["floors"] = floor
     report["ceilings"] = ceilings(floor, best, report.get("authors_layout"), n, cores)
     report["targets"] = targets
+    figures = figures_from_reports(report, referee_source="this run")
+    report["projection"] = as_json(figures, project(figures))
     if profile:
         report["profile"] = profile
     notes = [
@@ -977,6 +980,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "limit (one core for the parent, the sandbox elsewhere)",
         "floors: an empty job through the referee's sandbox and an empty interpreter, measured "
         "in this run; ceilings: what those floors and the measured CPU per duel allow",
+        "projection: seconds per paper step (16,384 duels) on larger machines, arithmetic on "
+        "this run's CPU figures (benchmarks/projection.py; add Ray rows with its --ray)",
     ]
     if max(load_before[0], load_after[0]) > 0.5 * cores:
         notes.append(
