@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from codea1_env.sandbox import local as local_module
 from codea1_env.sandbox.base import (
     CallStatus,
     IsolationReport,
@@ -496,6 +497,29 @@ def _is_zombie(pid: int) -> bool:
 
 def test_server_memory_is_small(sandbox: LocalSandbox) -> None:
     assert all(0 < kb < 60 * 1024 for kb in sandbox.server_rss_kb())
+
+
+def test_server_memory_leaves_out_the_zygotes_children(
+    sandbox: LocalSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waiting spare shares the zygote's pages: counting its resident set too would count
+    them twice (the figure doubled once the spare came in)."""
+    sandbox.run([Job("x = 1")])  # the worker that ran it forks a spare right after the job
+    spare_expected = sandbox.isolation().layers.get("seccomp")  # spares need the job filter
+    deadline = time.monotonic() + 10.0
+    while True:
+        servers = {pid for worker in sandbox._workers for pid in worker.server_pids()}
+        trees = {pid for worker in sandbox._workers for pid in worker.tree_pids()}
+        if trees - servers or not spare_expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    if spare_expected:
+        assert trees - servers, "expected a spare child under some zygote"
+    read: list[int] = []
+    monkeypatch.setattr(local_module, "_rss_kb", lambda pid: read.append(pid) or 1)
+    sizes = sandbox.server_rss_kb()
+    assert sorted(read) == sorted(servers)
+    assert sizes == [len(worker.server_pids()) for worker in sandbox._workers]
 
 
 # --------------------------------------------------------------------------- robustness

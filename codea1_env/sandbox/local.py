@@ -538,11 +538,12 @@ class LocalSandbox(PooledSandbox):
         return tuple(lease.uid for lease in self._leases)
 
     def server_rss_kb(self) -> list[int]:
-        """Resident memory (KiB) of each idle worker: the zygote plus its launcher processes."""
-        sizes = []
-        for worker in self._workers:
-            sizes.append(sum(_rss_kb(pid) for pid in worker.tree_pids()))
-        return sizes
+        """Resident memory (KiB) of each idle worker: the zygote plus its launcher processes.
+
+        The zygote's children (the waiting spare, running jobs) are left out: they share its
+        pages copy-on-write, and their resident sets would count those pages again.
+        """
+        return [sum(_rss_kb(pid) for pid in worker.server_pids()) for worker in self._workers]
 
     @property
     def scratch_root(self) -> str | None:
