@@ -24,6 +24,10 @@ For the table in ``docs/performance.md``, with the Ray rows::
     python benchmarks/bench_referee.py --out referee.json
     python benchmarks/bench_ray.py > ray.json
     python benchmarks/projection.py referee.json --ray ray.json
+
+Options size the step and the machines: ``--duels`` (problems x codes x suites of your own
+step), ``--node-cores``, ``--pool`` (``RefereePool`` sizes), ``--ray-nodes``; ``--json`` prints
+the rows as the report's ``projection`` block.
 """
 
 from __future__ import annotations
@@ -170,8 +174,8 @@ def project(
     ``node_cores``-core node with one referee and with each pool size (when the pool was
     measured); one referee on ``n`` Ray nodes for each of ``ray_nodes`` (when Ray was measured).
     """
-    if duels <= 0 or node_cores <= 0:
-        raise ValueError("duels and node_cores must be positive")
+    if duels <= 0 or node_cores <= 0 or min([*pool_processes, *ray_nodes], default=1) <= 0:
+        raise ValueError("duels, node_cores, pool sizes and Ray node counts must be positive")
     p, w = fig.parent_ms, fig.workers_ms
     rows = [
         Row(
@@ -243,10 +247,11 @@ def as_json(fig: StepFigures, rows: Sequence[Row], duels: int = PAPER_STEP_DUELS
     }
 
 
-def markdown(rows: Sequence[Row]) -> str:
+def markdown(rows: Sequence[Row], duels: int = PAPER_STEP_DUELS) -> str:
     """The rows as the table ``docs/performance.md`` shows."""
     lines = [
-        "| where | referee, seconds per paper step | authors' layout | formula (referee) |",
+        f"| where | referee, seconds per step of {duels:,} duels | authors' layout "
+        "| formula (referee) |",
         "|---|---|---|---|",
     ]
     for row in rows:
@@ -271,9 +276,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("referee", help="a bench_referee.py report (its --out file)")
     parser.add_argument("--ray", help="a bench_ray.py report (its standard output)")
-    parser.add_argument("--node-cores", type=int, default=NODE_CORES)
+    parser.add_argument(
+        "--duels",
+        type=int,
+        default=PAPER_STEP_DUELS,
+        help="duels per step: problems x codes x suites (default: the paper's 256 x 8 x 8)",
+    )
+    parser.add_argument("--node-cores", type=int, default=NODE_CORES, help="cores per node")
+    for flag, default, what in (
+        ("--pool", POOL_PROCESSES, "RefereePool sizes to project"),
+        ("--ray-nodes", RAY_NODES, "Ray node counts to project, with --ray"),
+    ):
+        parser.add_argument(
+            flag,
+            type=int,
+            nargs="+",
+            default=list(default),
+            help=f"{what} (default: {' '.join(map(str, default))})",
+        )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = parser.parse_args(argv)
+    if min([args.duels, args.node_cores, *args.pool, *args.ray_nodes]) < 1:
+        parser.error("--duels, --node-cores, --pool and --ray-nodes take numbers of at least 1")
     try:
         fig = figures_from_reports(
             _load(args.referee),
@@ -281,11 +305,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             referee_source=args.referee,
             ray_source=args.ray or "",
         )
-        rows = project(fig, node_cores=args.node_cores)
+        rows = project(
+            fig,
+            duels=args.duels,
+            node_cores=args.node_cores,
+            pool_processes=args.pool,
+            ray_nodes=args.ray_nodes,
+        )
     except (FiguresError, ValueError) as exc:
         print(f"projection: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(as_json(fig, rows), indent=2) if args.json else markdown(rows))
+    if args.json:
+        print(json.dumps(as_json(fig, rows, args.duels), indent=2))
+    else:
+        print(markdown(rows, args.duels))
     return 0
 
 

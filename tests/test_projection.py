@@ -127,6 +127,8 @@ def test_a_missing_or_bad_figure_names_the_source_and_key() -> None:
         figures_from_reports(referee_report(), {"overhead_pct_vs_local": {"a": "x"}})
     with pytest.raises(ValueError, match="positive"):
         project(StepFigures(2, 0.5, 1.0, 0.1, 1000.0), node_cores=0)
+    with pytest.raises(ValueError, match="positive"):
+        project(StepFigures(2, 0.5, 1.0, 0.1, 1000.0), pool_processes=(0,))
 
 
 def test_json_block_rounds_and_keeps_its_inputs() -> None:
@@ -149,11 +151,23 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     ray.write_text(json.dumps(RAY))
     assert main([str(referee), "--ray", str(ray)]) == 0
     table = capsys.readouterr().out
-    assert table.startswith("| where | referee, seconds per paper step |")
+    assert table.startswith("| where | referee, seconds per step of 16,384 duels |")
     assert "| Ray pool, 4 nodes of 64 cores, one referee |" in table
     assert main([str(referee), "--json", "--node-cores", "16"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert rows[2]["where"] == "one 16-core node, one referee"
+    own = ["--duels", "4096", "--pool", "8", "--ray", str(ray), "--ray-nodes", "2", "--json"]
+    assert main([str(referee), *own]) == 0
+    block = json.loads(capsys.readouterr().out)
+    assert block["duels_per_step"] == 4096
+    assert [row["where"] for row in block["rows"]][3:] == [
+        "one 64-core node, `RefereePool` of 8",
+        "Ray pool, 2 nodes of 64 cores, one referee",
+    ]
+    assert block["rows"][0]["referee_s"] == pytest.approx(4096 / 1000.0, abs=0.05)
+    with pytest.raises(SystemExit):
+        main([str(referee), "--pool", "0"])
+    assert "at least 1" in capsys.readouterr().err
     broken = tmp_path / "broken.json"
     broken.write_text('{"machine":\n  {"cpus": 2,}}')
     assert main([str(broken)]) == 2
