@@ -124,12 +124,11 @@ def figures_from_reports(
     workers = num("referee.sandbox_workers_cpu_ms_per_duel") + num(
         "referee.children_cpu_ms_per_duel"
     )
-    duels = round(num("referee.duels_per_s") * num("referee.seconds"))
     fields: dict[str, Any] = {
         "cores": int(num("machine.cpus")),
         "parent_ms": num("referee.min_parent_cpu_ms_per_duel"),
         "workers_ms": workers,
-        "jobs_per_duel": num("referee.jobs") / max(duels, 1.0),
+        "jobs_per_duel": num("ceilings.jobs_per_duel"),  # the report's own figure
         "best_duels_per_s": num("referee.duels_per_s"),
     }
     if "referee_processes" in referee:

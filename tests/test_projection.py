@@ -31,13 +31,12 @@ def referee_report() -> dict[str, Any]:
     return {
         "machine": {"cpus": 2},
         "referee": {
-            "seconds": 2.048,
             "duels_per_s": 1000.0,
-            "jobs": 256,
             "min_parent_cpu_ms_per_duel": 0.5,
             "sandbox_workers_cpu_ms_per_duel": 0.75,
             "children_cpu_ms_per_duel": 0.25,
         },
+        "ceilings": {"jobs_per_duel": 256 / 2048},
         "referee_processes": {
             "dealing_cpu_ms_per_duel": 0.1,
             "referee_processes_cpu_ms_per_duel": 1.8,
@@ -110,8 +109,8 @@ def test_rows_follow_what_was_measured() -> None:
 
 def test_a_missing_or_bad_figure_names_the_source_and_key() -> None:
     report = referee_report()
-    del report["referee"]["jobs"]
-    with pytest.raises(FiguresError, match=r"run\.json: no 'referee\.jobs'"):
+    del report["ceilings"]["jobs_per_duel"]
+    with pytest.raises(FiguresError, match=r"run\.json: no 'ceilings\.jobs_per_duel'"):
         figures_from_reports(report, referee_source="run.json")
     report = referee_report()
     report["referee"]["min_parent_cpu_ms_per_duel"] = "fast"
