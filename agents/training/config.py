@@ -122,6 +122,12 @@ class TrainConfig:
     """Run forward passes under bfloat16 autocast (weights stay float32)."""
     gradient_checkpointing: bool = True
     """Recompute activations in the backward pass to save memory."""
+    tf32: bool = False
+    """On CUDA, let float32 matrix products run on TF32 tensor cores (process-wide, as
+    ``transformers``' ``TrainingArguments(tf32=True)`` does). The rollouts sample from the float32
+    master weights, so this is what speeds their prefill and decode; the updates already run under
+    bf16 autocast. ``False`` leaves torch's setting as it is (full float32 by default). No effect on
+    CPU. The GPU presets turn it on (``docs/performance.md``, "On one GPU")."""
     use_lora: bool = False
     """Train LoRA adapters through ``peft`` instead of all weights."""
     lora_r: int = 16

@@ -44,10 +44,30 @@ __all__ = [
     "build_player",
     "load_model_spec",
     "lr_lambda",
+    "enable_tf32",
     "resolve_device",
 ]
 
 BUILTIN_PREFIX = "builtin:"
+
+
+def enable_tf32(device: torch.device) -> bool:
+    """On CUDA, let float32 matrix products use TF32 tensor cores, process-wide.
+
+    Uses torch's ``fp32_precision`` setting where it exists (torch 2.9 and later refuse a mix of
+    it and the older ``allow_tf32`` flag), else the older flag.
+
+    Returns:
+        Whether it was set: ``False`` (and torch untouched) for any other device.
+    """
+    if device.type != "cuda":
+        return False
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        matmul.fp32_precision = "tf32"
+    else:  # pragma: no cover - torch < 2.9
+        matmul.allow_tf32 = True
+    return True
 
 
 def resolve_device(spec: str) -> torch.device:

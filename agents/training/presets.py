@@ -16,6 +16,7 @@ __all__ = ["PRESETS"]
 _GPU_COMMON: dict[str, Any] = {
     "bf16": True,
     "gradient_checkpointing": True,
+    "tf32": True,
     "device": "auto",
     "generation_backend": "auto",
     "problems": "bank",

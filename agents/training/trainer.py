@@ -82,7 +82,7 @@ from agents.training.metrics import (
     timing_metrics,
 )
 from agents.training.play import play_codes, play_suites
-from agents.training.player import Player, resolve_device
+from agents.training.player import Player, enable_tf32, resolve_device
 from agents.training.roles import RolePolicies
 from agents.training.rollout import Sample
 from agents.training.run_setup import (
@@ -212,6 +212,8 @@ class Trainer:
             torch.set_num_threads(config.num_threads)
         seed_everything(config.seed)
         self.device = self.dist.device(resolve_device(config.device))
+        if config.tf32:
+            enable_tf32(self.device)
         self.sampler = np.random.default_rng(config.seed)
         self.step_count = 0
         self.before: dict[str, float] = {}
