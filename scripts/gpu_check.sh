@@ -7,9 +7,10 @@
 #     heads, intermediate 8960, tied embeddings) and the REAL vocabulary size 151936, built from
 #     config with random weights (no download, no network) and saved with the package's own
 #     tokenizer (4096 tokens; ids above 4096 decode to nothing): 1.54B parameters per player;
-#   * the `1.5b` preset (bf16 autocast over float32 master weights, gradient checkpointing, KL
-#     0.001 to a frozen reference, AdamW) in code-a1 mode: a coder and a tester, two models, two
-#     optimizers; rollouts on transformers (vLLM is not used); the sandbox runs on this machine's
+#   * the `1.5b` preset (bf16 autocast over float32 master weights, TF32 float32 products,
+#     gradient checkpointing, KL 0.001 to a frozen reference, AdamW) in code-a1 mode: a coder and
+#     a tester, two models, two optimizers; rollouts on transformers (vLLM is not used), sampling
+#     from the float32 weights outside autocast; the sandbox runs on this machine's
 #     CPU. Workload per step: 2 problems x 8 codes x 8 suites (16 code and 128 test generations),
 #     max_new_tokens 128 for both roles (random weights rarely sample EOS: every generation runs to
 #     the limit), micro-batch 8. Two steps per mode; no warm start, evaluation or checkpoint.
@@ -36,25 +37,18 @@
 #      python3); GPU_CHECK_LOG=FILE also writes the JSON lines to FILE.
 #   Here (CPU):   scripts/gpu_check.sh --smoke   (tiny dims, 1 step per mode; ~20 s here)
 #
-# What to expect on one H200 (141 GB). ESTIMATES from the arithmetic in brackets; no GPU run of this
-# script has been made yet, so treat the first real run's numbers as the reference:
-#   * `model`: parameters 1543714304 (the real 1.54B), vocab_size 151936, saved_gb ~2.9 (bf16).
-#   * `load` full: trainable_per_player = parameters_per_player = 1543714304, gpu_allocated_gb
-#     ~23 (2 players x (5.75 GiB float32 weights + 5.75 GiB frozen reference)); lora:
-#     trainable_per_player 18464768 (r 16 on the 7 projections of 28 layers),
-#     parameters_per_player 1562179072, gpu_allocated_gb ~11.5 (no reference copy: the adapters
-#     are switched off for it).
-#   * `step` peak_gpu_mem_gb: full ~52-65 (the references, then per player 11.5 GiB of AdamW
-#     state and 5.75 GiB of grads while it updates, AdamW temporaries, activations, the float32
-#     log-softmax over 151936 logits per micro-batch); lora ~15-25 (the float32 KV cache and the
-#     prefill of the 128 tester prompts dominate). step_seconds ~10-40 s, most of it
-#     rollout_seconds (the sampling loop is Python per token, float32); sandbox_seconds ~0.1-2;
-#     update_seconds ~1-5 s (full), less for lora. gen_tokens_per_s: of the order of a thousand
-#     to a few thousand over the step (phases: the tester's batch of 128 gives most of it, the
-#     coder's batch of 16 a few hundred). Step 1 includes CUDA warm-up: read step 2.
-#   * `gen_bench`: the coder's loop on 64 prompts, float32 (what rollouts run) vs bf16 autocast.
-#   * `sandbox`: gt_code_reward_mean 1.0, "ok": true; jobs_per_s in the hundreds with 16 workers.
-#   * `summary`: "ok": true, total_seconds ~2-4 minutes (well under the 480 s limit).
+# Measured on one H200 (141 GB, 16 cores, torch 2.11 CUDA 13.0, transformers 5.17, no bubblewrap:
+# the sandbox ran on its unshare path, default minimum met) on 2026-12-04; every line and the
+# discussion are in docs/performance.md, "On one GPU", and docs/results/gpu_h200_2026-12-04/:
+#   * `model`: parameters 1543714304, vocab_size 151936, saved_gb 2.876, built on cuda in ~5 s.
+#   * `load` full: gpu_allocated_gb 23.0; lora: trainable_per_player 18464768, 11.7.
+#   * `step` (the 2nd; the 1st pays CUDA's warm-up): full 13.3-14.7 s, peak_gpu_mem_gb 57.6;
+#     lora 17.5-18.3 s, 19.7. Sampling is 80-90% of it (tester's 128 generations 5.6-8.8 s,
+#     coder's 16 4.9-7.9 s), the update of both players 2-3 s, the sandbox 0.02 s.
+#   * `gen_bench`: float32 ~1,550 tokens/s; bf16 autocast 3-5x slower (it casts every weight at
+#     every token), which is why the rollouts sample outside autocast.
+#   * `sandbox`: 64 jobs in 0.2 s (323 jobs/s, 16 workers), gt_code_reward_mean 1.0.
+#   * `summary`: "ok": true, total_seconds 111-113 (the limit is 480).
 # A mode that fails (out of memory, an exception) prints an `error` line with its traceback and
 # the next mode still runs; the exit status is 0 only when everything passed.
 set -euo pipefail
