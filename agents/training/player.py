@@ -42,9 +42,9 @@ __all__ = [
     "Player",
     "apply_lora",
     "build_player",
+    "enable_tf32",
     "load_model_spec",
     "lr_lambda",
-    "enable_tf32",
     "resolve_device",
 ]
 
