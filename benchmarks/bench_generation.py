@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import json
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -46,30 +47,23 @@ import transformers
 
 from agents.lm.interfaces import SamplingParams
 from agents.lm.tokenizer import load_tiny_tokenizer
-from agents.lm.transformers_lm import TransformersLM
+from agents.lm.transformers_lm import TransformersLM, cache_argument, left_padded
 from agents.players.prompts import PromptTemplate, prompt_style
 from agents.training.player import enable_tf32
 from codea1_env.game.duel import Duel
 from codea1_env.game.spaces import observe
 from codea1_env.problems import load_source
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the checkout, for scripts/
+from scripts.gpu_check import QWEN25_CODER_1_5B, QWEN_VOCAB, SMOKE_DIMS  # noqa: E402
+
 DIMS: dict[str, dict[str, Any]] = {
-    "tiny28": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
+    "tiny28": {  # 28 layers, as the 1.5B, each as thin as the smoke check's
+        **SMOKE_DIMS,
+        "num_hidden_layers": QWEN25_CODER_1_5B["num_hidden_layers"],
     },
-    "1.5b": {  # Qwen2.5-Coder-1.5B's config.json, vocabulary aside
-        "hidden_size": 1536,
-        "intermediate_size": 8960,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 12,
-        "num_key_value_heads": 2,
-    },
+    "1.5b": QWEN25_CODER_1_5B,
 }
-QWEN_VOCAB = 151936
 
 
 def sync(device: torch.device) -> None:
@@ -78,33 +72,12 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def left_padded(
-    prompt_ids: list[list[int]], pad: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(input_ids, attention_mask)`` of the prompts, padded on the left."""
-    width = max(len(ids) for ids in prompt_ids)
-    input_ids = torch.full((len(prompt_ids), width), pad, dtype=torch.long)
-    mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
-    for row, ids in enumerate(prompt_ids):
-        input_ids[row, width - len(ids) :] = torch.tensor(ids)
-        mask[row, width - len(ids) :] = 1
-    return input_ids.to(device), mask.to(device)
-
-
-def cache_keyword() -> str:
-    """The name this ``transformers`` gives the KV cache (5.x renamed ``past_key_values``)."""
-    from transformers.modeling_outputs import CausalLMOutputWithPast
-
-    names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
-    return "cache" if "cache" in names else "past_key_values"
-
-
 def bare_loop(
     model: Any, prompt_ids: list[list[int]], max_new_tokens: int, pad: int, seed: int
 ) -> int:
     """The smallest eager sampling loop: one forward per token, nothing else."""
     device = next(model.parameters()).device
-    keyword = cache_keyword()
+    keyword = cache_argument()
     input_ids, mask = left_padded(prompt_ids, pad, device)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     torch.manual_seed(seed)
@@ -175,8 +148,6 @@ def build_model(dims: str, vocab: int, tokenizer: Any, device: torch.device) -> 
         bos_token_id=eos,
         eos_token_id=eos,
         pad_token_id=pad,
-        tie_word_embeddings=True,
-        max_position_embeddings=32768,
         **DIMS[dims],
     )
     torch.manual_seed(0)

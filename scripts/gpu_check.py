@@ -290,7 +290,7 @@ def write_model_dir(
     model.generation_config.pad_token_id = pad
     model.generation_config.eos_token_id = eos
     params = count_parameters(model)
-    model.to(torch.bfloat16).save_pretrained(directory)
+    model.to(torch.bfloat16).save_pretrained(directory)  # type: ignore[arg-type]
     tokenizer.save_pretrained(directory)
     del model
     free_memory(device)
@@ -528,9 +528,9 @@ def run_mode(
             report = trainer.referee.sandbox.isolation()  # starts the trainer's own sandbox
             emit("trainer_sandbox", report=str(report), notes=list(report.notes))
         timer = PhaseTimer(device)
-        trainer.roles.generate = timer.wrap_generate(trainer.roles.generate)
+        trainer.roles.generate = timer.wrap_generate(trainer.roles.generate)  # type: ignore[method-assign]
         for player in (trainer.coder, trainer.tester):
-            player.update = timer.wrap_update(player.name, player.update)
+            player.update = timer.wrap_update(player.name, player.update)  # type: ignore[method-assign]
         rows = []
         mode_peak = 0.0
         for _ in range(config.steps):
@@ -544,7 +544,9 @@ def run_mode(
             peaks = [p["peak_gpu_mem_gb"] for p in phases if p["peak_gpu_mem_gb"] is not None]
             step_peak = max(peaks) if peaks else peak_gb(device)
             mode_peak = max(mode_peak, step_peak or 0.0)
-            fields = {new: row.get(old) for old, new in STEP_KEYS.items() if old in row}
+            fields: dict[str, Any] = {
+                new: row.get(old) for old, new in STEP_KEYS.items() if old in row
+            }
             for key, value in fields.items():
                 if isinstance(value, float):
                     fields[key] = round(value, 4)

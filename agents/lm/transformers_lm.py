@@ -24,7 +24,13 @@ from agents.lm.interfaces import FinishReason, Generation, SamplingParams
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["TransformersLM", "accepts_logits_to_keep", "sample_next"]
+__all__ = [
+    "TransformersLM",
+    "accepts_logits_to_keep",
+    "cache_argument",
+    "left_padded",
+    "sample_next",
+]
 
 log = logging.getLogger(__name__)
 
@@ -180,6 +186,35 @@ def _forward_takes_logits_to_keep(kind: Any) -> bool:
         return "logits_to_keep" in inspect.signature(kind.forward).parameters
     except (AttributeError, TypeError, ValueError):
         return False
+
+
+def cache_argument() -> str:
+    """The name this ``transformers`` gives the KV cache, in a forward's arguments and outputs.
+
+    ``transformers`` 5.x renamed ``past_key_values`` to ``cache``; the output dataclass tells
+    which name this version uses.
+    """
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
+    return "cache" if "cache" in names else "past_key_values"
+
+
+def left_padded(
+    prompt_ids: Sequence[Sequence[int]], pad_id: int, device: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(input_ids, attention_mask)`` of the prompts, padded on the left.
+
+    Built on the CPU and moved to ``device`` in one copy each (not one copy per row).
+    """
+    th = _require_torch()
+    width = max(len(ids) for ids in prompt_ids)
+    input_ids = th.full((len(prompt_ids), width), pad_id, dtype=th.long)
+    attention = th.zeros((len(prompt_ids), width), dtype=th.long)
+    for row, ids in enumerate(prompt_ids):
+        input_ids[row, width - len(ids) :] = th.tensor(list(ids), dtype=th.long)
+        attention[row, width - len(ids) :] = 1
+    return input_ids.to(device), attention.to(device)
 
 
 class TransformersLM:
@@ -348,12 +383,7 @@ class TransformersLM:
         device = self.device
         batch = len(prompt_ids)
         pad_id = int(self.tokenizer.pad_token_id)
-        width = max(len(ids) for ids in prompt_ids)
-        input_ids = th.full((batch, width), pad_id, dtype=th.long, device=device)
-        attention = th.zeros((batch, width), dtype=th.long, device=device)
-        for row, row_ids in enumerate(prompt_ids):
-            input_ids[row, width - len(row_ids) :] = th.tensor(row_ids, dtype=th.long)
-            attention[row, width - len(row_ids) :] = 1
+        input_ids, attention = left_padded(prompt_ids, pad_id, device)
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
 
         completions: list[list[int]] = [[] for _ in range(batch)]
@@ -474,12 +504,7 @@ class TransformersLM:
     def _forward_conventions(self) -> tuple[str, bool]:
         """Name of the KV-cache argument and whether ``logits_to_keep`` is accepted.
 
-        ``transformers`` 5.x renamed ``past_key_values`` to ``cache``; the output dataclass
-        tells which name this version uses. Wrapped models (PEFT) hide the signature, so the
-        base model's ``forward`` is inspected.
+        See :func:`cache_argument`. Wrapped models (PEFT) hide the signature, so the base
+        model's ``forward`` is inspected.
         """
-        from transformers.modeling_outputs import CausalLMOutputWithPast
-
-        names = {f.name for f in dataclasses.fields(CausalLMOutputWithPast)}
-        cache_kwarg = "cache" if "cache" in names else "past_key_values"
-        return cache_kwarg, accepts_logits_to_keep(self.model)
+        return cache_argument(), accepts_logits_to_keep(self.model)
