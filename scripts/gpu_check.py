@@ -16,16 +16,20 @@ What it does, printing one JSON object per line on stdout (``"check"`` names the
   heads, 2 KV heads, intermediate 8960, tied embeddings) and the real vocabulary size 151936, built
   from config with random weights and written with the package's own tokenizer (4096 tokens; ids
   above it decode to nothing) to a local directory, which both players load as a model directory
-  (the ``1.5b`` preset's path: float32 master weights, bf16 autocast).
+  (the ``1.5b`` preset's path: float32 master weights, bf16 autocast for the updates, rollouts
+  from a bf16 copy).
 * For each mode (``full``: all weights trained; ``lora``: ``use_lora=True``, the preset's LoRA
   options): the trainer is built from the ``1.5b`` preset in ``code-a1`` mode (two models, two
   optimizers, frozen references), then ``Trainer.step()`` runs ``--steps`` times (no warm start,
   no evaluation, no checkpoint: two 1.5B optimizers would write ~37 GB per checkpoint). Lines:
   ``load`` (seconds, parameters, GPU memory after loading), ``step`` (step, rollout, sandbox and
   update seconds, generation tokens/s overall and per role, peak GPU memory of the step from
-  ``torch.cuda.max_memory_allocated``, rewards and losses), ``gen_bench`` (full mode: the coder's
-  sampling loop on the same prompts in float32, as the trainer's rollouts run, and under bf16
-  autocast), ``mode`` (the mode's totals), or ``error`` (the mode failed; the next one still runs).
+  ``torch.cuda.max_memory_allocated``, rewards and losses), ``rollout_sync`` (after the steps:
+  how far the rollouts' sampler is from the trained model, on one prompt's logits and, in full
+  fine-tuning, in tensors not equal to the trained ones cast), ``gen_bench`` (the coder's
+  sampling on the same prompts from the rollouts' sampler, a bf16 copy of the weights under the
+  preset's ``rollout_dtype``, and from the float32 model itself), ``mode`` (the mode's totals), or
+  ``error`` (the mode failed; the next one still runs).
 * ``summary``: every mode's steady-state numbers (its last step) and the total time.
 
 ``--smoke`` runs the same code path on CPU with tiny dimensions and one step per mode.
@@ -34,7 +38,6 @@ What it does, printing one JSON object per line on stdout (``"check"`` names the
 from __future__ import annotations
 
 import argparse
-import contextlib
 import gc
 import json
 import os
@@ -328,6 +331,7 @@ def mode_config(args: argparse.Namespace, name: str, model_dir: Path, run_dir: P
         "tester_model": str(model_dir),
         "device": args.device,
         "use_lora": name == "lora",
+        "rollout_dtype": args.rollout_dtype,
         "generation_backend": "transformers",
         "steps": args.steps,
         "problems": "bank",
@@ -413,10 +417,13 @@ class PhaseTimer:
 
 
 def gen_bench(trainer: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The coder's sampling loop on the same prompts: float32 (the trainer's) vs bf16 autocast."""
-    import torch
+    """The coder's sampling on the same prompts: the rollouts' sampler vs the float32 model.
 
+    ``rollout``: what the trainer samples from (with ``rollout_dtype="bfloat16"`` the bf16 copy);
+    ``fp32``: the trained float32 model itself (TF32 products when ``tf32`` is on).
+    """
     from agents.lm.interfaces import SamplingParams
+    from agents.lm.transformers_lm import TransformersLM
     from codea1_env.game.duel import Duel
     from codea1_env.game.spaces import observe
     from codea1_env.problems import load_source
@@ -427,29 +434,65 @@ def gen_bench(trainer: Any, args: argparse.Namespace) -> dict[str, Any]:
         trainer.roles.prompt("coder", observe(Duel(source[ids[i % len(ids)]])))
         for i in range(args.bench_batch)
     ]
-    lm = trainer.roles.lms["coder"]
+    rollout = trainer.roles.lms["coder"]
+    live = TransformersLM(
+        trainer.coder.model, trainer.coder.tokenizer, chat_template=rollout.uses_chat_template
+    )
     device = args.device
     params = SamplingParams(temperature=1.0, top_p=1.0, max_new_tokens=args.bench_tokens, seed=0)
-    fields: dict[str, Any] = {"sequences": len(prompts), "max_new_tokens": args.bench_tokens}
-    kind = "cuda" if _cuda(device) else "cpu"
-    for label, ctx in (
-        ("fp32", contextlib.nullcontext),
-        ("bf16_autocast", lambda: torch.autocast(device_type=kind, dtype=torch.bfloat16)),
-    ):
+    fields: dict[str, Any] = {
+        "sequences": len(prompts),
+        "max_new_tokens": args.bench_tokens,
+        "rollout_dtype": trainer.config.rollout_dtype,
+    }
+    for label, lm in (("rollout", rollout), ("fp32", live)):
         sync(device)
         reset_peak(device)
         started = time.perf_counter()
-        with ctx():
-            out = lm.generate(prompts, params)
+        out = lm.generate(prompts, params)
         sync(device)
         seconds = time.perf_counter() - started
         tokens = sum(len(g.completion_ids) for g in out)
         fields[f"{label}_tokens_per_s"] = round(tokens / max(seconds, 1e-9), 1)
         fields[f"{label}_seconds"] = round(seconds, 3)
         fields[f"{label}_peak_gpu_mem_gb"] = peak_gb(device)
-    fields["bf16_speedup"] = round(
-        fields["bf16_autocast_tokens_per_s"] / max(fields["fp32_tokens_per_s"], 1e-9), 2
+    fields["rollout_speedup"] = round(
+        fields["rollout_tokens_per_s"] / max(fields["fp32_tokens_per_s"], 1e-9), 2
     )
+    return fields
+
+
+def rollout_sync(trainer: Any) -> dict[str, Any]:
+    """How far each player's rollout sampler is from its trained model, after the updates.
+
+    ``logits_rel_gap``: the largest gap between the two models' logits on one prompt over the
+    largest logit (float32 sampling: 0; a bf16 copy: its rounding). ``stale_tensors``: in full
+    fine-tuning, the copy's tensors that differ from the trained ones cast to the copy's dtype
+    (must be 0: the copy is refreshed after every update).
+    """
+    import torch
+
+    fields: dict[str, Any] = {}
+    for name, player in (("coder", trainer.coder), ("tester", trainer.tester)):
+        sampler = trainer.roles.lms[name].model
+        ids = torch.tensor([list(range(10, 74))], device=next(sampler.parameters()).device)
+        with torch.no_grad():
+            live = player.model(input_ids=ids).logits.float()
+            mine = sampler(input_ids=ids).logits.float()
+        gap = (mine - live).abs().max().item() / max(live.abs().max().item(), 1e-12)
+        stale = None
+        if sampler is not player.model and not player.config.use_lora:
+            trained = dict(player.model.named_parameters())
+            stale = sum(
+                not torch.equal(p, trained[n].detach().to(p.dtype))
+                for n, p in sampler.named_parameters()
+            )
+        fields[name] = {
+            "sampler": "trained model" if sampler is player.model else "rollout copy",
+            "dtype": str(next(sampler.parameters()).dtype),
+            "logits_rel_gap": round(gap, 6),
+            "stale_tensors": stale,
+        }
     return fields
 
 
@@ -517,6 +560,9 @@ def run_mode(
                 else ("frozen copy" if trainer.coder.reference is not None else None)
             ),
             bf16_autocast=config.bf16,
+            tf32=config.tf32,
+            rollout_dtype=config.rollout_dtype,
+            rollout_weights=[repr(w) for w in trainer.roles.rollout_weights],
             gradient_checkpointing=config.gradient_checkpointing,
             lora={"r": config.lora_r, "alpha": config.lora_alpha} if config.use_lora else None,
             model_device=str(next(trainer.coder.model.parameters()).device),
@@ -562,7 +608,8 @@ def run_mode(
             )
             emit("step", **fields)
             rows.append(fields)
-        if name == "full" and args.bench_batch > 0:
+        emit("rollout_sync", mode=name, **rollout_sync(trainer))
+        if args.bench_batch > 0:
             emit("gen_bench", mode=name, **gen_bench(trainer, args))
         last = rows[-1]
         summary = {
@@ -613,6 +660,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, default=450.0, help="skip a mode past this")
     parser.add_argument("--work-dir", default=None, help="default: a temporary directory")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--rollout-dtype",
+        choices=("float32", "bfloat16"),
+        default="bfloat16",
+        help="what the rollouts sample from (the 1.5b preset's bfloat16 copy by default)",
+    )
     args = parser.parse_args(argv)
     gpu = {
         "device": "cuda",

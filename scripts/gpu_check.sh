@@ -10,8 +10,8 @@
 #   * the `1.5b` preset (bf16 autocast over float32 master weights, TF32 float32 products,
 #     gradient checkpointing, KL 0.001 to a frozen reference, AdamW) in code-a1 mode: a coder and
 #     a tester, two models, two optimizers; rollouts on transformers (vLLM is not used), sampling
-#     from the float32 weights outside autocast; the sandbox runs on this machine's
-#     CPU. Workload per step: 2 problems x 8 codes x 8 suites (16 code and 128 test generations),
+#     from a bf16 copy of each player's weights refreshed after every update (rollout_dtype; a
+#     LoRA player's copy has its adapters merged in); the sandbox runs on this machine's CPU. Workload per step: 2 problems x 8 codes x 8 suites (16 code and 128 test generations),
 #     max_new_tokens 128 for both roles (random weights rarely sample EOS: every generation runs to
 #     the limit), micro-batch 8. Two steps per mode; no warm start, evaluation or checkpoint.
 #   * first the sandbox: its isolation report and 32 GT programs judged against their GT tests.

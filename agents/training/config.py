@@ -128,6 +128,14 @@ class TrainConfig:
     master weights, so this is what speeds their prefill and decode; the updates already run under
     bf16 autocast. ``False`` leaves torch's setting as it is (full float32 by default). No effect on
     CPU. The GPU presets turn it on (``docs/performance.md``, "On one GPU")."""
+    rollout_dtype: Literal["float32", "bfloat16"] = "float32"
+    """The weights the ``transformers`` rollouts sample from. ``float32``: the trained model itself.
+    ``bfloat16``: a frozen bfloat16 copy of each player's model, refreshed from the trained
+    weights after every update (a LoRA model's copy has its adapters merged in;
+    :mod:`agents.training.rollout_weights`); on a GPU it samples about twice as fast as TF32, for
+    two bytes per parameter more per player. Not with ``distributed_strategy='fsdp'`` under
+    ``torchrun``. No effect on vLLM rollouts (their dtype follows ``bf16``). The GPU presets
+    use ``bfloat16`` (``docs/performance.md``, "On one GPU")."""
     use_lora: bool = False
     """Train LoRA adapters through ``peft`` instead of all weights."""
     lora_r: int = 16

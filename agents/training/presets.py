@@ -17,6 +17,7 @@ _GPU_COMMON: dict[str, Any] = {
     "bf16": True,
     "gradient_checkpointing": True,
     "tf32": True,
+    "rollout_dtype": "bfloat16",
     "device": "auto",
     "generation_backend": "auto",
     "problems": "bank",

@@ -26,6 +26,7 @@ from agents.lm.interfaces import Generation, SamplingParams
 from agents.players.prompts import PromptTemplate, prompt_style
 from agents.training.config import TrainConfig
 from agents.training.player import Player
+from agents.training.rollout_weights import RolloutWeights, rollout_dtype
 from agents.training.sft import SupervisedExample
 from codea1_env.game.anonymize import strip_docstrings as strip_tree_docstrings
 from codea1_env.game.duel import Duel, answer_for
@@ -88,10 +89,12 @@ class RolePolicies:
     """Samples both roles from the trainer's live models.
 
     Rollouts run on ``transformers`` (:class:`~agents.lm.transformers_lm.TransformersLM` over the
-    live model), or on vLLM when ``generation_backend`` selects it (``auto``: vLLM installed and a
-    CUDA GPU present; see :func:`agents.lm.vllm.select_generation_backend`). A vLLM engine
-    loads the model spec once and receives the trained weights after every update
-    (:meth:`sync`). Prompts are always tokenized by the transformers side (warm-start examples).
+    live model, or over a bfloat16 copy of it when ``rollout_dtype`` asks:
+    :class:`~agents.training.rollout_weights.RolloutWeights`), or on vLLM when
+    ``generation_backend`` selects it (``auto``: vLLM installed and a CUDA GPU present; see
+    :func:`agents.lm.vllm.select_generation_backend`). A vLLM engine loads the model spec once;
+    the engines and the copies receive the trained weights after every update (:meth:`sync`).
+    Prompts are always tokenized by the transformers side (warm-start examples).
 
     Args:
         coder: The coder's player.
@@ -101,7 +104,7 @@ class RolePolicies:
 
     Raises:
         ValueError: vLLM rollouts asked for with LoRA or with a ``builtin:`` model (neither can
-            be loaded into a vLLM engine).
+            be loaded into a vLLM engine); a ``rollout_dtype`` copy of an FSDP-sharded model.
         RuntimeError: ``generation_backend="vllm"`` where vLLM cannot run (the message says why).
 
     """
@@ -141,9 +144,29 @@ class RolePolicies:
             # "vllm" still raises (below) so a user who asked for it knows why.
             self.backend = "transformers"
         self.lms: dict[str, Any] = dict(self.encoders)
+        self.rollout_weights: list[RolloutWeights] = []
         if self.backend == "vllm":
             self.lms = self._vllm_engines(dict(specs or {}), chat)
+        elif config.rollout_dtype != "float32":
+            self.lms = self._low_precision_samplers(chat)
         self._mutants = MutantCache(max_entries=4096)  # warm-start mutants, per GT program
+
+    def _low_precision_samplers(self, chat: bool | None) -> dict[str, Any]:
+        """A sampler per role over a ``rollout_dtype`` copy of its player's model (one a player)."""
+        from agents.lm.transformers_lm import TransformersLM
+
+        dtype = rollout_dtype(self.config.rollout_dtype)
+        samplers: dict[str, Any] = {}
+        by_player: dict[int, Any] = {}
+        for role, player in self.players.items():
+            if id(player) not in by_player:
+                weights = RolloutWeights(player.model, dtype)
+                self.rollout_weights.append(weights)
+                by_player[id(player)] = TransformersLM(
+                    weights.model, player.tokenizer, chat_template=chat
+                )
+            samplers[role] = by_player[id(player)]
+        return samplers
 
     def _vllm_engines(self, specs: dict[str, str], chat: bool | None) -> dict[str, Any]:
         from agents.lm.vllm import VLLMLM
@@ -174,7 +197,13 @@ class RolePolicies:
         return engines
 
     def sync(self) -> None:
-        """Copy the trained weights into the vLLM engines (no-op with transformers rollouts)."""
+        """Copy the trained weights into what the rollouts sample from.
+
+        The vLLM engines, or the ``rollout_dtype`` copies; a no-op when the rollouts sample from
+        the trained models themselves.
+        """
+        for weights in self.rollout_weights:
+            weights.refresh()
         if self.backend != "vllm":
             return
         done: set[int] = set()

@@ -1,0 +1,217 @@
+"""``TrainConfig.rollout_dtype``: the rollouts sample from a low-precision copy that follows training.
+
+The copy must hold exactly the trained weights (cast) after every update, never alias them, keep
+tied weights tied, and for a LoRA model compute what the adapted model computes with the adapters
+merged in. The trainer must sample from it and refresh it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from agents.lm.interfaces import SamplingParams
+from agents.lm.models import build_tiny_model
+from agents.lm.tokenizer import load_tiny_tokenizer
+from agents.lm.transformers_lm import TransformersLM
+from agents.training import rollout_weights as rw
+from agents.training.config import PRESETS, TrainConfig, from_preset
+from agents.training.player import apply_lora
+from agents.training.rollout_weights import RolloutWeights, rollout_dtype
+from agents.training.trainer import Trainer
+
+IDS = torch.tensor([[5, 17, 42, 9, 33, 8]])
+
+
+def _model(seed: int = 0) -> Any:
+    return build_tiny_model("nano", load_tiny_tokenizer(), seed=seed)
+
+
+def _logits(model: Any) -> torch.Tensor:
+    with torch.no_grad():
+        return model(input_ids=IDS).logits.float()
+
+
+def _perturb(model: Any, scale: float = 0.05, *, trainable_only: bool = False) -> None:
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.requires_grad or not trainable_only:
+                p.add_(torch.randn(p.shape, generator=gen) * scale)
+
+
+def _equal_cast(weights: RolloutWeights, live: Any) -> list[str]:
+    """Names of the copy's parameters that differ from the live ones cast to the copy's dtype."""
+    theirs = dict(live.named_parameters())
+    return [
+        name
+        for name, mine in weights.model.named_parameters()
+        if not torch.equal(mine, theirs[name].detach().to(mine.dtype))
+    ]
+
+
+def test_the_copy_is_cast_frozen_separate_and_keeps_ties() -> None:
+    live = _model()
+    weights = RolloutWeights(live, torch.bfloat16)
+    copy = weights.model
+    assert copy is not live and not copy.training
+    assert all(p.dtype == torch.bfloat16 and not p.requires_grad for p in copy.parameters())
+    assert all(p.dtype == torch.float32 and p.requires_grad for p in live.parameters())
+    assert _equal_cast(weights, live) == []
+    # tied input and output embeddings stay one tensor in the copy
+    assert copy.get_output_embeddings().weight is copy.get_input_embeddings().weight
+    # no storage is shared with the live model
+    live_ptrs = {p.data_ptr() for p in live.parameters()}
+    assert not live_ptrs & {p.data_ptr() for p in copy.parameters()}
+
+
+def test_refresh_follows_the_trained_weights_and_nothing_else() -> None:
+    live = _model()
+    weights = RolloutWeights(live, torch.bfloat16)
+    before = {n: p.clone() for n, p in weights.model.named_parameters()}
+    _perturb(live)
+    assert _equal_cast(weights, live)  # stale until refreshed
+    weights.refresh()
+    assert _equal_cast(weights, live) == []
+    assert any(not torch.equal(before[n], p) for n, p in weights.model.named_parameters())
+    # writing to the copy never reaches the trained model
+    reference = _logits(live)
+    with torch.no_grad():
+        for p in weights.model.parameters():
+            p.zero_()
+    assert torch.equal(_logits(live), reference)
+
+
+def test_a_float32_copy_computes_what_the_model_computes() -> None:
+    live = _model()
+    weights = RolloutWeights(live, torch.float32)
+    assert torch.equal(_logits(weights.model), _logits(live))
+
+
+def _lora_model() -> Any:
+    pytest.importorskip("peft")
+    cfg = TrainConfig(use_lora=True, lora_r=4, lora_dropout=0.0)
+    model = apply_lora(_model(), cfg)
+    _perturb(model, 0.2, trainable_only=True)  # B starts at zero: give the adapters an effect
+    return model
+
+
+def test_a_lora_copy_is_the_plain_model_with_the_adapters_merged() -> None:
+    from peft.tuners.lora import LoraLayer
+
+    live = _lora_model()
+    with live.disable_adapter():
+        base_logits = _logits(live)
+    adapted = _logits(live)
+    assert not torch.allclose(adapted, base_logits, atol=1e-4)  # the adapters matter
+    weights = RolloutWeights(live, torch.float32)
+    assert not any(isinstance(m, LoraLayer) for m in weights.model.modules())
+    assert not hasattr(weights.model, "get_base_model")
+    torch.testing.assert_close(_logits(weights.model), adapted, atol=1e-4, rtol=1e-4)
+    # an update moves only the adapters; the refreshed copy follows it
+    _perturb(live, 0.2, trainable_only=True)
+    moved = _logits(live)
+    assert not torch.allclose(moved, adapted, atol=1e-4)
+    weights.refresh()
+    torch.testing.assert_close(_logits(weights.model), moved, atol=1e-4, rtol=1e-4)
+    assert repr(weights).startswith("RolloutWeights(torch.float32, 0 trained tensors, ")
+
+
+def test_a_bf16_lora_copy_is_close_to_the_adapted_model() -> None:
+    live = _lora_model()
+    weights = RolloutWeights(live, torch.bfloat16)
+    assert all(p.dtype == torch.bfloat16 for p in weights.model.parameters())
+    gap = (_logits(weights.model) - _logits(live)).abs().max().item()
+    assert gap < 0.1 * _logits(live).abs().max().item()
+
+
+def test_a_sharded_model_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.training import distributed
+
+    monkeypatch.setattr(distributed, "is_sharded", lambda model: True)
+    with pytest.raises(ValueError, match="FSDP-sharded.*rollout_dtype='float32'"):
+        RolloutWeights(_model(), torch.bfloat16)
+
+
+def test_dtype_names_and_config_values() -> None:
+    assert rollout_dtype("bfloat16") is torch.bfloat16
+    assert rollout_dtype("float32") is torch.float32
+    with pytest.raises(ValueError, match="unknown rollout dtype 'float16'; known: float32, bf"):
+        rollout_dtype("float16")
+    with pytest.raises(ValueError, match="TrainConfig.rollout_dtype = 'float16' is invalid"):
+        TrainConfig(rollout_dtype="float16")  # type: ignore[arg-type]
+    assert TrainConfig().rollout_dtype == "float32"
+    for name in PRESETS:
+        cfg = from_preset(name)
+        expected = "float32" if cfg.device == "cpu" else "bfloat16"
+        assert cfg.rollout_dtype == expected, name
+    assert rw.__all__ == ["RolloutWeights", "rollout_dtype"]
+
+
+def test_sampling_from_the_copy_is_seeded_and_well_formed() -> None:
+    tok = load_tiny_tokenizer()
+    weights = RolloutWeights(_model(), torch.bfloat16)
+    lm = TransformersLM(weights.model, tok)
+    params = SamplingParams(max_new_tokens=6, seed=3)
+    first = lm.generate(["def f(x):", "assert f("], params)
+    again = lm.generate(["def f(x):", "assert f("], params)
+    assert [g.completion_ids for g in first] == [g.completion_ids for g in again]
+    assert all(len(g.completion_ids) == len(g.logprobs) <= 6 for g in first)
+    assert all(lp <= 0.0 for g in first for lp in g.logprobs)
+
+
+@pytest.mark.parametrize("mode", ["code-a1", "self-play"])
+def test_the_trainer_samples_from_copies_it_refreshes(tmp_path: Path, mode: str) -> None:
+    cfg = from_preset(
+        "nano",
+        mode=mode,
+        rollout_dtype="bfloat16",
+        steps=2,
+        sft_steps=2,
+        sft_lr=1e-2,
+        output_dir=str(tmp_path),
+    )
+    trainer = Trainer(cfg, log=lambda _m: None)
+    try:
+        roles = trainer.roles
+        players = {id(p): p for p in roles.players.values()}
+        assert len(roles.rollout_weights) == len(players) == (2 if mode == "code-a1" else 1)
+        for role, player in roles.players.items():
+            sampler = roles.lms[role].model
+            assert sampler is not player.model
+            assert any(
+                w.model is sampler and w.source is player.model for w in roles.rollout_weights
+            )
+        start = [dict(w.model.named_parameters()) for w in roles.rollout_weights]
+        start = [{n: p.clone() for n, p in params.items()} for params in start]
+        updates: list[str] = []
+        for player in players.values():
+            # every RL update also moves the weights by a known amount (the nano runs' rewards
+            # are all 0, so their own updates may not move them)
+            def moved_update(samples: Any, update: Any = player.update, model: Any = player.model):
+                out = update(samples)
+                _perturb(model, 0.01)
+                updates.append(type(model).__name__)
+                return out
+
+            player.update = moved_update  # type: ignore[method-assign]
+        trainer.train()
+        assert len(updates) == 2 * len(players)
+        for weights, before in zip(roles.rollout_weights, start, strict=True):
+            assert _equal_cast(weights, weights.source) == []  # refreshed after the last update
+            assert all(not torch.equal(p, before[n]) for n, p in weights.model.named_parameters())
+    finally:
+        trainer.close()
+
+
+def test_float32_rollouts_sample_from_the_trained_model(tmp_path: Path) -> None:
+    cfg = from_preset("nano", steps=0, output_dir=str(tmp_path))
+    trainer = Trainer(cfg, log=lambda _m: None)
+    try:
+        assert trainer.roles.rollout_weights == []
+        assert trainer.roles.lms["coder"].model is trainer.coder.model
+    finally:
+        trainer.close()
