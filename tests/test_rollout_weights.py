@@ -215,3 +215,20 @@ def test_float32_rollouts_sample_from_the_trained_model(tmp_path: Path) -> None:
         assert trainer.roles.lms["coder"].model is trainer.coder.model
     finally:
         trainer.close()
+
+
+def test_sampling_on_cuda_keeps_cudnn_attention_out_and_restores_it() -> None:
+    from agents.lm.transformers_lm import decode_attention
+
+    cuda = torch.backends.cuda
+    before = (cuda.cudnn_sdp_enabled(), cuda.flash_sdp_enabled(), cuda.mem_efficient_sdp_enabled())
+    with decode_attention("cuda"):
+        assert not cuda.cudnn_sdp_enabled()
+        assert cuda.flash_sdp_enabled() and cuda.mem_efficient_sdp_enabled()
+    assert (
+        cuda.cudnn_sdp_enabled(),
+        cuda.flash_sdp_enabled(),
+        cuda.mem_efficient_sdp_enabled(),
+    ) == before
+    with decode_attention(torch.device("cpu")):  # nothing changes off CUDA
+        assert cuda.cudnn_sdp_enabled() == before[0]
