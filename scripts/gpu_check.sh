@@ -41,14 +41,17 @@
 # the sandbox ran on its unshare path, default minimum met) on 2026-12-04; every line and the
 # discussion are in docs/performance.md, "On one GPU", and docs/results/gpu_h200_2026-12-04/:
 #   * `model`: parameters 1543714304, vocab_size 151936, saved_gb 2.876, built on cuda in ~5 s.
-#   * `load` full: gpu_allocated_gb 23.0; lora: trainable_per_player 18464768, 11.7.
-#   * `step` (the 2nd; the 1st pays CUDA's warm-up): full 13.3-14.7 s, peak_gpu_mem_gb 57.6;
-#     lora 17.5-18.3 s, 19.7. Sampling is 80-90% of it (tester's 128 generations 5.6-8.8 s,
-#     coder's 16 4.9-7.9 s), the update of both players 2-3 s, the sandbox 0.02 s.
-#   * `gen_bench`: float32 ~1,550 tokens/s; bf16 autocast 3-5x slower (it casts every weight at
-#     every token), which is why the rollouts sample outside autocast.
+#   * `load` full: gpu_allocated_gb 28.8 (23.0 with --rollout-dtype float32); lora:
+#     trainable_per_player 18464768, 17.5 (11.7).
+#   * `step` (the 2nd; the 1st pays CUDA's warm-up): full 9.7 s, peak_gpu_mem_gb 63.3; lora 12.1 s,
+#     21.1. With --rollout-dtype float32 on the same machine: 11.2 s (57.6) and 16.1 s (19.8).
+#     Sampling is 76-86% of it (tester's 128 generations 4.0-5.1 s, coder's 16 3.4-4.3 s),
+#     the update of both players ~2.2 s, the sandbox 0.02 s.
+#   * `rollout_sync`: stale_tensors 0 (full), logits_rel_gap 0.029-0.032 (bf16 rounding).
+#   * `gen_bench`: the bf16 copy 2,279 tokens/s against 1,860 from the float32 model (full), and
+#     1,797 against 919 from the LoRA model with its adapters.
 #   * `sandbox`: 64 jobs in 0.2 s (323 jobs/s, 16 workers), gt_code_reward_mean 1.0.
-#   * `summary`: "ok": true, total_seconds 111-113 (the limit is 480).
+#   * `summary`: "ok": true, total_seconds 99-115 (the limit is 480).
 # A mode that fails (out of memory, an exception) prints an `error` line with its traceback and
 # the next mode still runs; the exit status is 0 only when everything passed.
 set -euo pipefail
