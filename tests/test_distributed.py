@@ -15,6 +15,8 @@ models non-zero rewards, so the RL steps have reward variance and really move th
 The ``fsdp`` run (FSDP2 over gloo) is held to the same standard: it resumes the single-process
 warm start into sharded models, stops after step 1 and resumes its own (full-state) checkpoint
 for step 2, and its rewards, final full weights and AdamW moments match the single process.
+With bf16 rollout copies (``--rollout-dtype bfloat16``: a whole copy per rank, refreshed from the
+gathered shards) its rollouts and rewards match a single process sampling from its own copy.
 """
 
 from __future__ import annotations
@@ -225,6 +227,41 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
                     adam_two["state"][index][key], moments[key], rtol=1e-3, atol=1e-8
                 )
     assert any(moved), "neither player's weights moved: the comparison would be vacuous"
+
+
+def test_fsdp_with_bf16_rollout_copies_matches_one_process(
+    tmp_path: Path, baseline: tuple[Path, Path]
+) -> None:
+    """Under ``fsdp`` each rank samples from a whole bf16 copy refreshed from the gathered shards.
+
+    The rollouts must be those of one process sampling from its own bf16 copy: the same global
+    batch, the same cast weights (the resumed warm start, then each update).
+    """
+    warm, _ = baseline
+    single, sharded = tmp_path / "single", tmp_path / "fsdp"
+    shutil.copytree(warm, single)
+    shutil.copytree(warm, sharded)
+    bf16 = [*TRAIN, "--steps", "2", "--rollout-dtype", "bfloat16"]
+    _run([*bf16, "--output-dir", str(single)], tmp_path / "single.log")
+    _run(
+        [*TORCHRUN, *bf16, "--distributed-strategy", "fsdp", "--output-dir", str(sharded)],
+        tmp_path / "fsdp.log",
+    )
+    assert json.loads((single / "config.json").read_text())["rollout_dtype"] == "bfloat16"
+    one, two = _rows(single), _rows(sharded)
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2]
+    for a, b in zip(one, two, strict=True):
+        for key in EXACT:
+            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
+        for key in CLOSE:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    rewards = [r[k] for r in one for k in ("coder/reward", "tester/reward")]
+    assert any(v > 0 for v in rewards), "no reward signal: the comparison would be vacuous"
+    for player in ("coder", "tester"):
+        final_one = torch.load(single / "checkpoints" / "step_2" / f"{player}_model.pt")
+        final_two = torch.load(sharded / "checkpoints" / "step_2" / f"{player}_model.pt")
+        for name, tensor in final_one.items():
+            torch.testing.assert_close(final_two[name], tensor, rtol=1e-4, atol=ADAM_ATOL)
 
 
 def test_single_process_without_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:

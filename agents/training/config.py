@@ -135,9 +135,10 @@ class TrainConfig:
     weights after every update (a LoRA model's copy has its adapters merged in;
     :mod:`agents.training.rollout_weights`), for two bytes per parameter more per player. On one
     H200 at 1.5B it took a Code-A1 step from 11.2 to 9.7 s with full fine-tuning and from 16.1 to
-    12.1 s with LoRA. Not with ``distributed_strategy='fsdp'`` under ``torchrun``. No effect on
-    vLLM rollouts (their dtype follows ``bf16``). The GPU presets use ``bfloat16``
-    (``docs/performance.md``, "On one GPU")."""
+    12.1 s with LoRA. Under ``distributed_strategy='fsdp'`` the copy is whole on every rank and
+    sampling gathers no float32 parameters. The before/after evaluation samples from it too. No
+    effect on vLLM rollouts (their dtype follows ``bf16``). A resumed run takes it from the command
+    line. The GPU presets use ``bfloat16`` (``docs/performance.md``, "On one GPU")."""
     use_lora: bool = False
     """Train LoRA adapters through ``peft`` instead of all weights."""
     lora_r: int = 16

@@ -104,7 +104,7 @@ class RolePolicies:
 
     Raises:
         ValueError: vLLM rollouts asked for with LoRA or with a ``builtin:`` model (neither can
-            be loaded into a vLLM engine); a ``rollout_dtype`` copy of an FSDP-sharded model.
+            be loaded into a vLLM engine).
         RuntimeError: ``generation_backend="vllm"`` where vLLM cannot run (the message says why).
 
     """
@@ -195,6 +195,14 @@ class RolePolicies:
                 )
             engines[role] = by_player[id(player)]
         return engines
+
+    def samples_from_copy(self, player: Player) -> bool:
+        """Whether the rollouts read a ``rollout_dtype`` copy of ``player``'s model.
+
+        When they do, sampling needs no gathered parameters of a sharded model (the copy is
+        whole on every rank).
+        """
+        return any(weights.source is player.model for weights in self.rollout_weights)
 
     def sync(self) -> None:
         """Copy the trained weights into what the rollouts sample from.

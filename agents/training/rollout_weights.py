@@ -12,7 +12,11 @@ The copy is frozen (no gradients, eval mode) and refreshed from the trained weig
 update, in place (:meth:`RolloutWeights.refresh`): a trained parameter is copied and cast; a LoRA
 model's copy is the plain model with the adapters merged in (``W + scale * B @ A``, computed in the
 master precision), so sampling pays neither the adapters' extra products nor ``peft``'s wrappers.
-Parameters that never train (a LoRA model's base weights) are copied once.
+Parameters that never train (a LoRA model's base weights) are copied once. An FSDP-sharded
+model's copy is a whole, unsharded model of the same config on every rank, refreshed with the
+parameters all-gathered once per refresh (collective): the rollouts then sample from it without
+gathering the float32 parameters, so a rank holds a bf16 replica during generation instead of a
+float32 one.
 
 The rollouts then sample from weights rounded to bfloat16 while the update scores the same tokens
 under the float32 weights: the same gap as vLLM rollouts in bf16. The trainer's GRPO ratios use
@@ -64,6 +68,25 @@ def _merged_weight(layer: Any) -> torch.Tensor:
     return weight
 
 
+def _unsharded_twin(model: Any, dtype: torch.dtype) -> Any:
+    """A whole model of ``model``'s config on its device, parameters in ``dtype`` (not filled).
+
+    Its buffers keep the dtype the config gives them (rotary frequencies in float32); tied
+    weights stay tied.
+    """
+    from transformers import AutoModelForCausalLM
+
+    device = next(model.parameters()).device
+    with torch.device(device):
+        twin = AutoModelForCausalLM.from_config(copy.deepcopy(model.config))
+    for p in twin.parameters():  # one object per tied pair: cast once, still shared
+        p.data = p.data.to(dtype)
+    twin.generation_config = copy.deepcopy(model.generation_config)
+    twin.eval()
+    twin.requires_grad_(False)
+    return twin
+
+
 class RolloutWeights:
     """A frozen copy of ``model`` in ``dtype`` that the rollouts sample from.
 
@@ -75,8 +98,8 @@ class RolloutWeights:
         model: The copy (a plain ``transformers`` model, also for a LoRA ``model``).
         source: The trained model it follows.
 
-    Raises:
-        ValueError: ``model`` is sharded (FSDP): a full copy per rank would undo the sharding.
+    With a sharded ``model`` (FSDP2) construction and :meth:`refresh` are collective: every rank
+    calls them.
 
     Example:
         >>> from agents.lm.models import build_tiny_model
@@ -91,13 +114,15 @@ class RolloutWeights:
     def __init__(self, model: Any, dtype: torch.dtype) -> None:
         from agents.training.distributed import is_sharded
 
-        if is_sharded(model):
-            raise ValueError(
-                "a rollout copy of an FSDP-sharded model is not supported: use "
-                "rollout_dtype='float32' or distributed_strategy='ddp'"
-            )
         self.source = model
         self.dtype = dtype
+        self.sharded = is_sharded(model)
+        self._merged: list[tuple[torch.nn.Parameter, Any]] = []
+        self._trained: list[tuple[torch.nn.Parameter, torch.nn.Parameter]] = []
+        if self.sharded:
+            self.model = _unsharded_twin(model, dtype)
+            self.refresh()
+            return
         # every parameter is cast on its way into the copy (one copy of the weights in memory,
         # never a float32 duplicate); shared (tied) parameters stay shared
         memo: dict[int, Any] = {
@@ -127,8 +152,17 @@ class RolloutWeights:
         """Copy the trained weights into the copy (cast to its dtype), in place.
 
         Copies every parameter that trains (all of them in full fine-tuning) and re-merges every
-        LoRA layer; the frozen rest stays as copied at construction.
+        LoRA layer; the frozen rest stays as copied at construction. A sharded model's parameters
+        are all-gathered for it (collective).
         """
+        if self.sharded:
+            from agents.training.distributed import full_parameters
+
+            named = dict(self.model.named_parameters())
+            with full_parameters(self.source):
+                for name, full in self.source.named_parameters():
+                    named[name].copy_(full.detach())
+            return
         for mine, layer in self._merged:
             mine.copy_(_merged_weight(layer))
         for mine, theirs in self._trained:

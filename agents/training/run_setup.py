@@ -128,11 +128,12 @@ def merge_saved_config(
 ) -> TrainConfig:
     """On resume the saved config wins, except ``steps`` (so a run can be extended).
 
-    ``output_dir`` and ``distributed_strategy`` also follow the command line: checkpoints hold
-    full states, so a run may resume under ``ddp``, ``fsdp`` or on one process. Other changed
-    fields are named in ``log`` and ignored.
+    ``output_dir``, ``distributed_strategy`` and ``rollout_dtype`` also follow the command line:
+    checkpoints hold full float32 states whatever the rollouts sample from, so a run may resume
+    under ``ddp``, ``fsdp`` or on one process, with or without bf16 rollout copies (a GPU without
+    bf16, a resume on CPU). Other changed fields are named in ``log`` and ignored.
     """
-    kept = ("steps", "output_dir", "distributed_strategy")
+    kept = ("steps", "output_dir", "distributed_strategy", "rollout_dtype")
     differences = {k: v for k, v in saved.diff(given).items() if k not in kept}
     if differences:
         names = ", ".join(sorted(differences))
@@ -142,6 +143,7 @@ def merge_saved_config(
         steps=given.steps,
         output_dir=given.output_dir,
         distributed_strategy=given.distributed_strategy,
+        rollout_dtype=given.rollout_dtype,
     )
 
 
