@@ -103,6 +103,25 @@ def _rows(run_dir: Path) -> list[dict[str, float]]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def _same_steps(single: Path, other: Path) -> list[dict[str, Any]]:
+    """Assert ``other``'s steps 1 and 2 match ``single``'s (see the module docstring).
+
+    Returns:
+        ``single``'s metric rows, after checking that they carry a reward signal.
+    """
+    one, two = _rows(single), _rows(other)
+    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2]
+    for a, b in zip(one, two, strict=True):
+        assert b["charts/problems"] == a["charts/problems"] == 2.0
+        for key in EXACT:
+            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
+        for key in CLOSE:
+            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    rewards = [r[k] for r in one for k in ("coder/reward", "tester/reward")]
+    assert any(v > 0 for v in rewards), "no reward signal: the comparison would be vacuous"
+    return one
+
+
 ADAM_ATOL = 1e-5
 """Absolute tolerance on final weights: two ranks reduce gradients in another order, and AdamW's
 normalised step (lr 3e-4) amplifies that on near-zero gradients (one tester weight of 16,384 was
@@ -151,16 +170,7 @@ def test_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[Path, 
     assert set(replicas["digests"][0]) == {"coder", "tester"}
 
     # (2) the metrics equal the single-process run of the same global batch
-    one, two = _rows(single), _rows(double)
-    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2]
-    for a, b in zip(one, two, strict=True):
-        assert b["charts/problems"] == a["charts/problems"] == 2.0
-        for key in EXACT:
-            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
-        for key in CLOSE:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
-    rewards = [r[k] for r in one for k in ("coder/reward", "tester/reward")]
-    assert any(v > 0 for v in rewards), "no reward signal: the comparison would be vacuous"
+    one = _same_steps(single, double)
     assert any(r["losses/tester_grad_norm"] > 0 for r in one)  # the weights really moved
 
     # checkpoints written once, by rank 0; the final weights agree with the single process
@@ -195,13 +205,7 @@ def test_fsdp_two_gloo_ranks_match_one_process(tmp_path: Path, baseline: tuple[P
     replicas = json.loads((sharded / "replicas.json").read_text())
     assert replicas["identical"] and replicas["step"] == 2  # full parameters, gathered per rank
 
-    one, two = _rows(single), _rows(sharded)
-    assert [r["step"] for r in two] == [1, 2]
-    for a, b in zip(one, two, strict=True):
-        for key in EXACT:
-            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
-        for key in CLOSE:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
+    one = _same_steps(single, sharded)
 
     # full-state checkpoints in the single-process layout, equal to the single-process ones
     moved: list[bool] = []
@@ -248,15 +252,7 @@ def test_fsdp_with_bf16_rollout_copies_matches_one_process(
         tmp_path / "fsdp.log",
     )
     assert json.loads((single / "config.json").read_text())["rollout_dtype"] == "bfloat16"
-    one, two = _rows(single), _rows(sharded)
-    assert [r["step"] for r in one] == [r["step"] for r in two] == [1, 2]
-    for a, b in zip(one, two, strict=True):
-        for key in EXACT:
-            assert b[key] == pytest.approx(a[key], abs=1e-9), (a["step"], key)
-        for key in CLOSE:
-            assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-6), (a["step"], key)
-    rewards = [r[k] for r in one for k in ("coder/reward", "tester/reward")]
-    assert any(v > 0 for v in rewards), "no reward signal: the comparison would be vacuous"
+    _same_steps(single, sharded)
     for player in ("coder", "tester"):
         final_one = torch.load(single / "checkpoints" / "step_2" / f"{player}_model.pt")
         final_two = torch.load(sharded / "checkpoints" / "step_2" / f"{player}_model.pt")
