@@ -16,8 +16,12 @@ The model is a Qwen2 built from config with random weights (no download): ``--di
 layers of width 64, the per-layer Python of a 1.5B model at no compute cost) or ``--dims 1.5b``
 (Qwen2.5-Coder-1.5B's dimensions, for a GPU). ``--vocab qwen`` gives it the real 151,936 rows.
 Prompts are the ``chat`` style's coder prompts (and tester prompts, with the GT as the code) of the
-built-in bank, encoded once. Weights are float32, as the trainer's rollouts run; ``--bf16`` adds
-the three ways on a bfloat16 copy of the model; ``--tf32`` lets the float32 products use TF32
+built-in bank, encoded once. Weights are float32, as the trainer's rollouts run with
+``rollout_dtype='float32'``; ``--bf16`` adds the three ways on a bfloat16 copy of the model (the
+GPU presets' rollouts). On CUDA our loop samples without cuDNN's attention
+(:func:`agents.lm.transformers_lm.decode_attention`) while the anchors keep torch's choice, which
+for bf16 on Hopper is cuDNN: its per-shape plans make a repeat's first pass slow, so read the
+medians; ``--tf32`` lets the float32 products use TF32
 tensor cores (CUDA), as ``TrainConfig.tf32`` does for the trainer. The per-step times include the
 prompts' prefill, spread over the new tokens.
 
