@@ -152,7 +152,10 @@ class RolePolicies:
         self._mutants = MutantCache(max_entries=4096)  # warm-start mutants, per GT program
 
     def _low_precision_samplers(self, chat: bool | None) -> dict[str, Any]:
-        """A sampler per role over a ``rollout_dtype`` copy of its player's model (one a player)."""
+        """A sampler per role over a ``rollout_dtype`` copy of its player's model.
+
+        One copy per player: in self-play both roles sample from the same one.
+        """
         from agents.lm.transformers_lm import TransformersLM
 
         dtype = rollout_dtype(self.config.rollout_dtype)

@@ -15,8 +15,8 @@ master precision), so sampling pays neither the adapters' extra products nor ``p
 Parameters that never train (a LoRA model's base weights) are copied once. An FSDP-sharded
 model's copy is a whole, unsharded model of the same config on every rank, refreshed with the
 parameters all-gathered once per refresh (collective): the rollouts then sample from it without
-gathering the float32 parameters, so a rank holds a bf16 replica during generation instead of a
-float32 one.
+gathering the float32 parameters, so a rank holds a bf16 replica of each player all along instead
+of gathering a float32 one for each generation call.
 
 The rollouts then sample from weights rounded to bfloat16 while the update scores the same tokens
 under the float32 weights: the same gap as vLLM rollouts in bf16. The trainer's GRPO ratios use
