@@ -7,6 +7,7 @@ merged in. The trainer must sample from it and refresh it.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -241,3 +242,51 @@ def test_sampling_on_cuda_keeps_cudnn_attention_out_and_restores_it() -> None:
     ) == before
     with decode_attention(torch.device("cpu")):  # nothing changes off CUDA
         assert cuda.cudnn_sdp_enabled() == before[0]
+
+
+class _FakeEngine:
+    """Records what a vLLM engine would be built with and the weights it would receive."""
+
+    def __init__(self, spec: str, **options: Any) -> None:
+        self.spec, self.options, self.loads = spec, options, 0
+
+    def load_weights(self, named: Any) -> None:
+        self.loads += 1
+        assert all(isinstance(t, torch.Tensor) for _, t in named)
+
+
+def test_engines_and_copies_are_made_once_per_player(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.lm import vllm
+    from agents.training.player import build_player
+    from agents.training.roles import RolePolicies
+
+    monkeypatch.setattr(vllm, "VLLMLM", _FakeEngine)
+    monkeypatch.setattr(vllm, "select_generation_backend", lambda choice: "vllm")
+    cfg = from_preset("nano", rollout_dtype="bfloat16")
+    cpu = torch.device("cpu")
+    coder = build_player("coder", "builtin:nano", cfg, seed=0, lr=1e-4, device=cpu)
+    tester = build_player("tester", "builtin:nano", cfg, seed=1, lr=1e-4, device=cpu)
+
+    two = RolePolicies(coder, tester, cfg, specs={"coder": "dir/a", "tester": "dir/b"})
+    assert [two.lms[r].spec for r in ("coder", "tester")] == ["dir/a", "dir/b"]
+    assert two.lms["coder"].options["gpu_memory_utilization"] == pytest.approx(0.2)
+    assert two.rollout_weights == []  # vLLM holds its own weights: no bf16 copy
+    two.sync()
+    assert two.lms["coder"].loads == two.lms["tester"].loads == 1
+
+    shared = RolePolicies(coder, coder, cfg, specs={"coder": "dir/a", "tester": "dir/a"})
+    assert shared.lms["coder"] is shared.lms["tester"]
+    assert shared.lms["coder"].options["gpu_memory_utilization"] == pytest.approx(0.4)
+    shared.sync()
+    assert shared.lms["coder"].loads == 1
+    with pytest.raises(ValueError, match="model directory or hub name for the tester"):
+        RolePolicies(coder, tester, cfg, specs={"coder": "dir/a", "tester": "builtin:nano"})
+
+    monkeypatch.setattr(vllm, "select_generation_backend", lambda choice: "transformers")
+    copies = RolePolicies(coder, coder, cfg)
+    assert len(copies.rollout_weights) == 1 and copies.lms["coder"] is copies.lms["tester"]
+    # sampling from a copy gathers nothing; from the trained model, its full parameters
+    assert isinstance(copies.sampling_parameters(coder), contextlib.nullcontext)
+    plain = RolePolicies(coder, tester, from_preset("nano"))
+    assert plain.lms["coder"].model is coder.model
+    assert not isinstance(plain.sampling_parameters(coder), contextlib.nullcontext)

@@ -17,6 +17,7 @@ fence; with chat prompts it is a whole fenced block followed by the end-of-seque
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -151,25 +152,26 @@ class RolePolicies:
             self.lms = self._low_precision_samplers(chat)
         self._mutants = MutantCache(max_entries=4096)  # warm-start mutants, per GT program
 
-    def _low_precision_samplers(self, chat: bool | None) -> dict[str, Any]:
-        """A sampler per role over a ``rollout_dtype`` copy of its player's model.
+    def _one_per_player(self, make: Callable[[str, Player], Any]) -> dict[str, Any]:
+        """``role -> make(role, player)``, made once per player (self-play's roles share one)."""
+        made: dict[int, Any] = {}
+        for role, player in self.players.items():
+            if id(player) not in made:
+                made[id(player)] = make(role, player)
+        return {role: made[id(player)] for role, player in self.players.items()}
 
-        One copy per player: in self-play both roles sample from the same one.
-        """
+    def _low_precision_samplers(self, chat: bool | None) -> dict[str, Any]:
+        """A sampler per role over a ``rollout_dtype`` copy of its player's model."""
         from agents.lm.transformers_lm import TransformersLM
 
         dtype = rollout_dtype(self.config.rollout_dtype)
-        samplers: dict[str, Any] = {}
-        by_player: dict[int, Any] = {}
-        for role, player in self.players.items():
-            if id(player) not in by_player:
-                weights = RolloutWeights(player.model, dtype)
-                self.rollout_weights.append(weights)
-                by_player[id(player)] = TransformersLM(
-                    weights.model, player.tokenizer, chat_template=chat
-                )
-            samplers[role] = by_player[id(player)]
-        return samplers
+
+        def sampler(role: str, player: Player) -> Any:
+            weights = RolloutWeights(player.model, dtype)
+            self.rollout_weights.append(weights)
+            return TransformersLM(weights.model, player.tokenizer, chat_template=chat)
+
+        return self._one_per_player(sampler)
 
     def _vllm_engines(self, specs: dict[str, str], chat: bool | None) -> dict[str, Any]:
         from agents.lm.vllm import VLLMLM
@@ -178,34 +180,35 @@ class RolePolicies:
             raise ValueError(
                 "vLLM rollouts with LoRA are not supported: use --generation-backend transformers"
             )
-        engines: dict[str, Any] = {}
-        by_player: dict[int, Any] = {}
-        share = 0.4 / len({id(p) for p in self.players.values()})
-        for role, player in self.players.items():
+        for role in self.players:
             spec = specs.get(role, "")
             if not spec or spec.startswith("builtin:"):
                 raise ValueError(
                     f"vLLM rollouts need a model directory or hub name for the {role}, got "
                     f"{spec!r}: use --generation-backend transformers"
                 )
-            if id(player) not in by_player:
-                by_player[id(player)] = VLLMLM(
-                    spec,
-                    dtype="bfloat16" if self.config.bf16 else "auto",
-                    gpu_memory_utilization=share,
-                    seed=self.config.seed,
-                    chat_template=chat,
-                )
-            engines[role] = by_player[id(player)]
-        return engines
+        share = 0.4 / len({id(p) for p in self.players.values()})
 
-    def samples_from_copy(self, player: Player) -> bool:
-        """Whether the rollouts read a ``rollout_dtype`` copy of ``player``'s model.
+        def engine(role: str, player: Player) -> Any:
+            return VLLMLM(
+                specs[role],
+                dtype="bfloat16" if self.config.bf16 else "auto",
+                gpu_memory_utilization=share,
+                seed=self.config.seed,
+                chat_template=chat,
+            )
 
-        When they do, sampling needs no gathered parameters of a sharded model (the copy is
-        whole on every rank).
+        return self._one_per_player(engine)
+
+    def sampling_parameters(self, player: Player) -> contextlib.AbstractContextManager[Any]:
+        """Context: what sampling from ``player`` needs of its parameters (FSDP: collective).
+
+        The full parameters of a sharded model (:meth:`Player.full_parameters`), unless the
+        rollouts read a ``rollout_dtype`` copy of it, which is whole on every rank: then nothing.
         """
-        return any(weights.source is player.model for weights in self.rollout_weights)
+        if any(weights.source is player.model for weights in self.rollout_weights):
+            return contextlib.nullcontext()
+        return player.full_parameters()
 
     def sync(self) -> None:
         """Copy the trained weights into what the rollouts sample from.

@@ -121,6 +121,7 @@ class RolloutWeights:
         self._trained: list[tuple[torch.nn.Parameter, torch.nn.Parameter]] = []
         if self.sharded:
             self.model = _unsharded_twin(model, dtype)
+            self._named = dict(self.model.named_parameters())
             self.refresh()
             return
         # every parameter is cast on its way into the copy (one copy of the weights in memory,
@@ -158,10 +159,9 @@ class RolloutWeights:
         if self.sharded:
             from agents.training.distributed import full_parameters
 
-            named = dict(self.model.named_parameters())
             with full_parameters(self.source):
                 for name, full in self.source.named_parameters():
-                    named[name].copy_(full.detach())
+                    self._named[name].copy_(full.detach())
             return
         for mine, layer in self._merged:
             mine.copy_(_merged_weight(layer))

@@ -404,15 +404,14 @@ class Trainer:
     ) -> dict[str, float]:
         """Evaluate on rank 0 with full parameters (every rank calls it; the others get {}).
 
-        A player whose rollouts read a ``rollout_dtype`` copy needs no gathered parameters.
+        Full parameters as sampling needs them (:meth:`RolePolicies.sampling_parameters`).
 
         ``keep_codes``: write the coder's answers to ``eval_codes_before.json`` first (the
         evaluation before RL, whose codes the trained tester is scored on after RL).
         """
         with contextlib.ExitStack() as stack:
             for player in self._players():
-                if not self.roles.samples_from_copy(player):
-                    stack.enter_context(player.full_parameters())
+                stack.enter_context(self.roles.sampling_parameters(player))
             if not self.dist.is_main:
                 return {}
             if keep_codes and self.config.has_tester:
@@ -442,14 +441,8 @@ class Trainer:
         after.update(after_rows)
 
     def _generate(self, role: str, *args: Any, **kwargs: Any) -> list[Any]:
-        """:meth:`RolePolicies.generate` with the role's full parameters (FSDP: collective).
-
-        A role that samples from a ``rollout_dtype`` copy needs none gathered.
-        """
-        player = self.roles.players[role]
-        if self.roles.samples_from_copy(player):
-            return self.roles.generate(role, *args, **kwargs)
-        with player.full_parameters():
+        """:meth:`RolePolicies.generate` with the parameters sampling needs (FSDP: collective)."""
+        with self.roles.sampling_parameters(self.roles.players[role]):
             return self.roles.generate(role, *args, **kwargs)
 
     # ------------------------------------------------------------------------------------------
