@@ -18,6 +18,7 @@ import time
 
 from codea1_env.evaluation import SuiteEvaluator, mutation_score
 from codea1_env.problems import load_source
+from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.factory import make_sandbox
 
 
@@ -43,7 +44,9 @@ def main() -> None:
         results = []
         for start in range(0, len(problems), args.batch):
             chunk = problems[start : start + args.batch]
-            batch = [(p, ["\n".join(p.tests[: args.tests])], []) for p in chunk]
+            batch: list[tuple[Problem, list[str], list[str]]] = [
+                (p, ["\n".join(p.tests[: args.tests])], []) for p in chunk
+            ]
             results += evaluator.evaluate(batch)
         elapsed = time.perf_counter() - started
     scores = [

@@ -240,3 +240,27 @@ def test_paused_gc_nests_across_threads():
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+def test_clear_text_caches_forgets_texts_and_on_request_the_problems_gt_tests(referee):
+    from codea1_env.scoring import arguments, monitor
+    from codea1_env.scoring import plan as plan_module
+    from codea1_env.scoring.referee import clear_text_caches
+
+    suite = "assert f(10) == 0\nassert f(11) == 1"
+    first = referee.judge(THRESHOLD, [fenced(GT), BUGGY], [[suite], [suite]])
+    text_memos = (arguments._literal_value, monitor._scan_program)
+    assert all(memo.cache_info().currsize > 0 for memo in text_memos)
+    assert plan_module._gt_tests.cache_info().currsize > 0
+
+    clear_text_caches()  # a benchmark's pass of new texts: the problems' GT tests stay parsed
+    assert [memo.cache_info().currsize for memo in text_memos] == [0, 0]
+    assert plan_module._gt_tests.cache_info().currsize > 0
+
+    clear_text_caches(problems=True)  # and each side of a comparison parses its problems again
+    assert plan_module._gt_tests.cache_info().currsize == 0
+    fresh = Referee(sandbox=referee.sandbox, mistake_book=InMemoryMistakeBook())
+    again = fresh.judge(THRESHOLD, [fenced(GT), BUGGY], [[suite], [suite]])
+    assert plan_module._gt_tests.cache_info().misses > 0
+    assert again.tester_rewards == first.tester_rewards
+    assert again.gt_pass_rates == first.gt_pass_rates

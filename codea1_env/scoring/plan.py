@@ -336,6 +336,14 @@ def _gt_tests(entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
     return parse_tests("\n".join(tests), entry_point, inline="anywhere").cases
 
 
+def clear_caches() -> None:
+    """Forget the problems' parsed GT tests.
+
+    See :func:`codea1_env.scoring.referee.clear_text_caches` (``problems=True``).
+    """
+    _gt_tests.cache_clear()
+
+
 def digest(program: str) -> str:
     """The GT cache's key for a program: its SHA-256."""
     return hashlib.sha256(program.encode("utf-8", "surrogatepass")).hexdigest()
