@@ -5,9 +5,13 @@ python examples/pettingzoo_loop.py
 
 import codea1_env
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder
+from codea1_env.game.policy import Policy
 
 env = codea1_env.pettingzoo_env(source="bank")
-players = {"coder": MutantCoder(p_mutant=1.0, seed=1), "tester": BoundaryTester(seed=1)}
+players: dict[str, Policy] = {
+    "coder": MutantCoder(p_mutant=1.0, seed=1),
+    "tester": BoundaryTester(seed=1),
+}
 env.reset(seed=7)
 returns = {"coder": 0.0, "tester": 0.0}
 for agent in env.agent_iter():

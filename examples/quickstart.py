@@ -12,7 +12,7 @@ env = gym.make("CodeTestDuel-v0", source="bank")
 coder = MutantCoder(p_mutant=0.8, seed=0)  # the GT solution or an AST mutant of it
 # Boundary inputs read from the candidate's comparisons; their GT outputs are computed in the
 # env's own sandbox (shared through its referee), never in this process.
-tester = BoundaryTester(seed=0, sandbox=env.unwrapped.referee)
+tester = BoundaryTester(seed=0, sandbox=env.get_wrapper_attr("referee"))
 
 for episode in range(3):
     obs, info = env.reset(seed=episode)

@@ -19,10 +19,11 @@ args = parser.parse_args()
 env = TokenEnv("CodeTestDuel-Tester-v0", source="procedural", max_tokens=16, context_chars=128)
 model = PPO("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=2, seed=0, verbose=0)
 model.learn(total_timesteps=args.timesteps)
-obs, _ = env.reset(seed=123)
+obs, info = env.reset(seed=123)
 done, reward = False, 0.0
 while not done:
-    action, _ = model.predict(obs, deterministic=True)
-    obs, reward, done, _, info = env.step(action)
+    action, _state = model.predict(obs, deterministic=True)
+    obs, step_reward, terminated, truncated, info = env.step(action)
+    reward, done = float(step_reward), terminated or truncated
 print("a trained tester's text:", repr(info["text"]), "reward:", reward)
 env.close()

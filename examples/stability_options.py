@@ -13,6 +13,7 @@ import numpy as np
 
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, TrivialTester
 from codea1_env.envs.vector import CodeTestDuelVectorEnv
+from codea1_env.game.policy import Policy
 from codea1_env.stability import StabilityOptions
 
 parser = argparse.ArgumentParser()
@@ -34,7 +35,7 @@ limits = {"call_timeout_s": 2.0, "setup_timeout_s": 5.0, "memory_mb": 512}  # 1-
 N = 16
 env = CodeTestDuelVectorEnv(num_envs=N, group_size=8, stability=options, limits=limits)
 coder = MutantCoder(p_mutant=0.75, seed=0)
-testers = [BoundaryTester(seed=0), TrivialTester()]
+testers: list[Policy] = [BoundaryTester(seed=0), TrivialTester()]
 
 
 def unbatch(obs, infos):

@@ -262,7 +262,12 @@ def test_changing_the_field_changes_what_the_run_builds(
 
 def test_the_run_builds_the_same_objects_when_an_inert_field_changes() -> None:
     derives: list[Derive] = [_referee, _game, _sampling, _optimizer, _groups]
-    values = {"exp_name": "x", "runs_root": "y", "wandb_project": "z", "progress_bar": False}
+    values: dict[str, Any] = {
+        "exp_name": "x",
+        "runs_root": "y",
+        "wandb_project": "z",
+        "progress_bar": False,
+    }
     assert set(values) == set(INERT_FIELDS)
     base = TrainConfig()
     for name, value in values.items():

@@ -7,6 +7,7 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -174,7 +175,7 @@ def test_settings_validate_k() -> None:
 
 
 def test_summarize_seeds_mean_and_spread() -> None:
-    runs = [
+    runs: list[list[dict[str, Any]]] = [
         [{"name": "a", "code": {"pass@1": 0.5}, "tests": None, "monitor": {}}],
         [{"name": "a", "code": {"pass@1": 0.7}, "tests": None, "monitor": {}}],
     ]

@@ -19,12 +19,13 @@ import gymnasium as gym
 import pytest
 
 import codea1_env  # noqa: F401  (registers the env ids)
-from agents.integrations.core import CoderRow, GridRow, RequestError, RewardCore
+from agents.integrations.core import CoderRow, GridRow, PairResult, RequestError, RewardCore
 from agents.integrations.core import TesterRow as _TesterRow
 from agents.integrations.openrlhf import EXTRA_LOG_KEYS, parse_label, strip_prompt
 from agents.integrations.reward_service import RewardService, ServiceUnavailable, make_server
 from agents.players.prompts import CODER_PROMPT, PromptTemplate
 from codea1_env.baselines.scripted import BoundaryTester
+from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.game.duel import answer_for
 from codea1_env.problems import problem_to_dict
 
@@ -98,6 +99,8 @@ def test_rewards_equal_the_envs_for_the_same_texts(served: Any, shared_sandbox: 
     core = service.core
     problem = core.problem(PROBLEM)
     env = gym.make("CodeTestDuel-v0", source="bank", sandbox=shared_sandbox)
+    duel_env = env.unwrapped
+    assert isinstance(duel_env, CodeTestDuelEnv)
     try:
         # 1: /v1/judge, one code x one suite
         env.reset(seed=0, options={"problem": problem_to_dict(problem)})
@@ -142,7 +145,7 @@ def test_rewards_equal_the_envs_for_the_same_texts(served: Any, shared_sandbox: 
         # boundary tester writes the suite, as a fresh BoundaryTester(seed=0) does for the env
         env.reset(options={"problem_id": PROBLEM})
         obs, *_, step_info = env.step(BUGGY)
-        tester = BoundaryTester(seed=0, sandbox=env.unwrapped.referee)
+        tester = BoundaryTester(seed=0, sandbox=duel_env.referee)
         tests = tester.act([obs], [step_info])[0]
         *_, info = env.step(tests)
         prompt = coder_prompt(problem)
@@ -156,7 +159,7 @@ def test_rewards_equal_the_envs_for_the_same_texts(served: Any, shared_sandbox: 
         assert answer["extra_logs"]["codea1_tester_reward"] == [info["rewards"]["tester"]]
         assert answer["extra_logs"]["codea1_prompt_found"] == [1.0]
         assert set(answer["extra_logs"]) == set(EXTRA_LOG_KEYS)
-        assert core.mistake_book.size() == env.unwrapped.referee.mistake_book.size()
+        assert core.mistake_book.size() == duel_env.referee.mistake_book.size()
     finally:
         env.close()
 
@@ -377,6 +380,7 @@ def test_labels_and_prompt_stripping(shared_sandbox: Any) -> None:
         # the coder prompt has a python block: unstripped, the answer would be misread
         rows = [CoderRow(problem, prompt + BUGGY), CoderRow(problem, BUGGY)]
         unstripped, stripped = core.score(rows)
+        assert isinstance(unstripped, PairResult) and isinstance(stripped, PairResult)
         assert unstripped.info["reasons"]["coder"] != "" or unstripped.coder != stripped.coder
         both = core.score([_TesterRow(problem, BUGGY, TESTS), GridRow(problem, (BUGGY,), ((),))])
         assert both[1].coder_rewards[0] == stripped.coder  # type: ignore[union-attr]

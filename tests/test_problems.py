@@ -564,7 +564,8 @@ def test_load_source_family_spec_draws_only_those_families() -> None:
     source = load_source("procedural:3:test:edge")
     assert isinstance(source, ProceduralSource)
     assert source.families == ("edge",) and source.split == "test" and source.seed == 3
-    assert load_source("procedural:3:train:edge+step").families == ("edge", "step")
+    both = load_source("procedural:3:train:edge+step")
+    assert isinstance(both, ProceduralSource) and both.families == ("edge", "step")
     with pytest.raises(ValueError, match="'procedural:3:test:nosuch'.*unknown families"):
         load_source("procedural:3:test:nosuch")
 

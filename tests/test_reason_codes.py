@@ -93,8 +93,8 @@ def produced_reasons(tree: ast.AST) -> Iterator[tuple[int, str]]:
                 if isinstance(ret, ast.Return) and ret.value is not None:
                     value = ret.value
                     values.append(value.elts[-1] if isinstance(value, ast.Tuple) else value)
-        for value in values:
-            for text in _strings(value):
+        for found in values:
+            for text in _strings(found):
                 yield node.lineno if hasattr(node, "lineno") else 0, text
 
 

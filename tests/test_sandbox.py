@@ -516,7 +516,12 @@ def test_server_memory_leaves_out_the_zygotes_children(
     if spare_expected:
         assert trees - servers, "expected a spare child under some zygote"
     read: list[int] = []
-    monkeypatch.setattr(local_module, "_rss_kb", lambda pid: read.append(pid) or 1)
+
+    def rss_kb(pid: int) -> int:
+        read.append(pid)
+        return 1
+
+    monkeypatch.setattr(local_module, "_rss_kb", rss_kb)
     sizes = sandbox.server_rss_kb()
     assert sorted(read) == sorted(servers)
     assert sizes == [len(worker.server_pids()) for worker in sandbox._workers]

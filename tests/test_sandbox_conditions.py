@@ -222,7 +222,11 @@ def test_without_bubblewrap_jobs_reach_what_they_need_of_a_private_home_and_noth
         "def write(path):\n"
         "    open(path, 'w').write('x')\n"
     )
-    calls = ("f()", f"home({str(home)!r})", f"read({str(home / 'secret.txt')!r})")
+    calls: tuple[str, ...] = (
+        "f()",
+        f"home({str(home)!r})",
+        f"read({str(home / 'secret.txt')!r})",
+    )
     calls += (f"write({str(lib / 'new.py')!r})",)
     with LocalSandbox(workers=1, confinement="unshare", python_paths=[str(lib)]) as box:
         [result] = box.run([Job(program, calls)])

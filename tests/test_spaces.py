@@ -18,7 +18,8 @@ def test_a_copy_shares_the_charset_tables_and_nothing_else() -> None:
     assert clone == space
     for key in ("prompt", "entry_point", "code"):
         ours, theirs = space[key], clone[key]
-        assert isinstance(theirs, CharsetText) and theirs is not ours
+        assert isinstance(theirs, CharsetText) and isinstance(ours, CharsetText)
+        assert theirs is not ours
         assert theirs._char_index is ours._char_index  # not walked: ~11,000 entries
         assert theirs.np_random is not ours.np_random
         assert (theirs.min_length, theirs.max_length) == (ours.min_length, ours.max_length)
@@ -28,6 +29,7 @@ def test_a_copy_shares_the_charset_tables_and_nothing_else() -> None:
 
 def test_equal_to_gymnasium_text_and_pickles() -> None:
     ours = observation_space()["code"]
+    assert isinstance(ours, CharsetText)
     plain = spaces.Text(max_length=ours.max_length, min_length=0, charset=TEXT_CHARSET)
     assert ours == plain and plain == ours
     again = pickle.loads(pickle.dumps(ours))
@@ -37,6 +39,7 @@ def test_equal_to_gymnasium_text_and_pickles() -> None:
 
 def test_batched_sub_spaces_sample_independently() -> None:
     batched = batch_space(observation_space(), 16)
+    assert isinstance(batched, spaces.Dict)
     batched.seed(0)
     prompts = batched["prompt"]
     assert isinstance(prompts, spaces.Tuple) and len(prompts) == 16

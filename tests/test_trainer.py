@@ -344,7 +344,9 @@ def test_referee_processes_give_the_same_run(tmp_path: Path) -> None:
         )
         Trainer(cfg, log=lambda _m: None).train()
         rows[processes] = read_metrics(out / "metrics.jsonl")
-        book = json.loads((latest_checkpoint(out) / "mistake_book.json").read_text())
+        checkpoint = latest_checkpoint(out)
+        assert checkpoint is not None
+        book = json.loads((checkpoint / "mistake_book.json").read_text())
         rows[processes].append({"book": book["problems"]})
     keys = ("coder/reward", "coder/gt_pass_rate", "tester/reward", "tester/validity")
     for one, pooled in zip(rows[1][:-1], rows[2][:-1], strict=True):

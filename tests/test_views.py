@@ -10,6 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import codea1_env
+import codea1_env.envs.vector
 from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.scoring.referee import Referee
 
@@ -130,7 +131,7 @@ def test_tester_env_draws_gt_or_mutants(sandbox):
     assert info["candidate"].startswith("mutant")
     assert obs["code"] and obs["code"] != PROBLEM["canonical_solution"]
     _, reward, terminated, _, info = env.step("\n".join(PROBLEM["tests"]))
-    assert terminated and np.isfinite(reward)
+    assert terminated and np.isfinite(float(reward))
     env.close()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ast
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from codea1_env.problems.problem import Problem
 from codea1_env.scoring.mutation import generate_mutants
 
 
-def _edge(split: str = "train", n: int = 40) -> list[Problem]:
+def _edge(split: Literal["train", "test"] = "train", n: int = 40) -> list[Problem]:
     source = ProceduralSource(seed=3, n=n, split=split, families=["edge"])
     return [source[i] for i in source.ids()]
 
