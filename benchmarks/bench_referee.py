@@ -17,9 +17,9 @@ The sides, each timed over the same duels, ``--repeats`` times, interleaved (bes
     (cold GT cache) over a copy of the warm book, one warm :class:`LocalSandbox` with one worker
     per core (every isolation layer this machine allows). Each pass starts without the
     process's per-text memos (:func:`~codea1_env.scoring.referee.clear_text_caches`), as a
-    training step whose texts are all new would, and without its problems' parsed GT tests
-    (``problems=True``), as the pool's processes, fresh interpreters, start each pass; the
-    authors' layout runs the GT tests' text in each of its interpreters.
+    training step whose texts are all new would, and without its problems' parsed GT tests,
+    as the pool's processes, fresh interpreters, start each pass; the authors' layout runs the
+    GT tests' text in each of its interpreters.
 
 ``referee_processes``
     The same batches through :class:`~codea1_env.scoring.pool.RefereePool`: ``--processes``
@@ -230,7 +230,7 @@ def referee_pass(
     """One timed pass of ``judge_many`` over ``duels``; returns the figures and the judgements."""
     referee = Referee(sandbox=sandbox, mistake_book=copy_book(book), owns_sandbox=False)
     n = sum(len(codes) * len(suites[0]) for _, codes, suites in duels)
-    clear_text_caches(problems=True)  # a fresh step's texts: no memo from the pass before
+    clear_text_caches()  # a fresh step's texts: no memo from the pass before
     meter = Meter(sandbox.worker_pids())
     judgements: list[Any] = []
     for chunk in batches(duels, batch):
@@ -378,7 +378,7 @@ def phase_pass(sandbox: LocalSandbox, duels: Duels, batch: int, book: MistakeBoo
         owns_sandbox=False,
     )
     t: dict[str, float] = collections.defaultdict(float)
-    clear_text_caches(problems=True)
+    clear_text_caches()
     with contextlib.ExitStack() as stack:
         for owner, name, key in _referee_steps(referee):
             stack.enter_context(_timed(owner, name, t, key))
@@ -415,7 +415,7 @@ def profile_pass(
 ) -> dict[str, Any]:
     """cProfile of one referee pass (main thread only): the functions with the most own time."""
     referee = Referee(sandbox=sandbox, mistake_book=copy_book(book), owns_sandbox=False)
-    clear_text_caches(problems=True)
+    clear_text_caches()
     profiler = cProfile.Profile()
     profiler.enable()
     for chunk in batches(duels, batch):

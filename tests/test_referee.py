@@ -242,7 +242,7 @@ def test_paused_gc_nests_across_threads():
     assert gc.isenabled()
 
 
-def test_clear_text_caches_forgets_texts_and_on_request_the_problems_gt_tests(referee):
+def test_clear_text_caches_forgets_texts_and_the_problems_gt_tests(referee):
     from codea1_env.scoring import arguments, monitor
     from codea1_env.scoring import plan as plan_module
     from codea1_env.scoring.referee import clear_text_caches
@@ -253,11 +253,11 @@ def test_clear_text_caches_forgets_texts_and_on_request_the_problems_gt_tests(re
     assert all(memo.cache_info().currsize > 0 for memo in text_memos)
     assert plan_module._gt_tests.cache_info().currsize > 0
 
-    clear_text_caches()  # a benchmark's pass of new texts: the problems' GT tests stay parsed
-    assert [memo.cache_info().currsize for memo in text_memos] == [0, 0]
-    assert plan_module._gt_tests.cache_info().currsize > 0
+    referee.judge(THRESHOLD, [fenced(GT)], [[suite]])  # the same problem: its GT tests are kept
+    assert plan_module._gt_tests.cache_info().hits > 0
 
-    clear_text_caches(problems=True)  # and each side of a comparison parses its problems again
+    clear_text_caches()  # a benchmark's pass or side: its texts and its problems are new
+    assert [memo.cache_info().currsize for memo in text_memos] == [0, 0]
     assert plan_module._gt_tests.cache_info().currsize == 0
     fresh = Referee(sandbox=referee.sandbox, mistake_book=InMemoryMistakeBook())
     again = fresh.judge(THRESHOLD, [fenced(GT), BUGGY], [[suite], [suite]])

@@ -339,7 +339,7 @@ def _gt_tests(entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
 def clear_caches() -> None:
     """Forget the problems' parsed GT tests.
 
-    See :func:`codea1_env.scoring.referee.clear_text_caches` (``problems=True``).
+    See :func:`codea1_env.scoring.referee.clear_text_caches`.
     """
     _gt_tests.cache_clear()
 

@@ -91,25 +91,18 @@ Item = tuple[Problem, Sequence[str], Sequence[Sequence[str]]]
 _Judge = TypeVar("_Judge", bound="Judge")
 
 
-def clear_text_caches(*, problems: bool = False) -> None:
+def clear_text_caches() -> None:
     """Forget the memos of texts that every referee of this process shares.
 
     Literal values, argument expressions, program scans and normal forms are memoized per text
-    for the life of the process (they are pure). Scoring never needs this; a benchmark calls
-    it before each timed pass, so that a pass pays for its texts as a fresh training step
-    (new generations, new texts) would, instead of finding them from the pass before.
-
-    Args:
-        problems: Also forget the problems' parsed GT tests (memoized per problem, since a
-            training run meets its problems again and again). A benchmark that plays each
-            problem once, and compares two ways of playing them, sets it before each timed side:
-            otherwise the side timed first parses every problem's GT tests and the sides after
-            it find them parsed.
+    for the life of the process (they are pure), and so are the problems' parsed GT tests.
+    Scoring never needs this; a benchmark calls it before each timed pass or side, so that each
+    pays for its texts and its problems as a fresh process would, instead of finding them from
+    the one timed before it.
     """
     arguments.clear_caches()
     monitor.clear_caches()
-    if problems:
-        plan_module.clear_caches()
+    plan_module.clear_caches()
 
 
 class Judge(abc.ABC):
