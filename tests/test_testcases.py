@@ -165,6 +165,29 @@ assert f({x: x for x in 'ab'}) == 5
     ]
 
 
+def test_remembered_values_are_not_changed_by_later_substitutions() -> None:
+    # ``g``'s lambda holds no remembered name when it is assigned, so it is kept as parsed;
+    # substituting it (and sharing it between texts) must never rewrite it, e.g. with z = 5.
+    text = """
+g = lambda y: y + z
+z = 5
+assert f(g, z) == g
+h = [g, z]
+assert f(h, g) == h
+assert f(z, z) == [z]
+"""
+    assert calls(text, inline="anywhere") == [
+        ("f(lambda y: y + z, 5)", "lambda y: y + z"),
+        ("f([lambda y: y + z, 5], lambda y: y + z)", "[lambda y: y + z, 5]"),
+        ("f(5, 5)", "[5]"),
+    ]
+    assert calls(text) == [  # the authors' rule: bare names among the arguments only
+        ("f(lambda y: y + z, 5)", "g"),
+        ("f([g, z], lambda y: y + z)", "h"),
+        ("f(5, 5)", "[z]"),
+    ]
+
+
 @pytest.mark.parametrize(
     "assignment",
     ["a, b = g()", "a, *b = 1, 2, 3", "a += 1", "[a, b] = range(2)", "(a, b) = [1]"],

@@ -48,12 +48,22 @@ class Inliner(ast.NodeTransformer):
 
     def cost(self, node: ast.AST) -> int:
         """Node count of ``node`` after substitution, computed without substituting."""
-        total = 0
+        return self.measure(node)[0]
+
+    def measure(self, node: ast.AST) -> tuple[int, bool]:
+        """:meth:`cost`, and whether any name in ``node`` is remembered at all.
+
+        Where none is, substituting changes nothing and ``node`` can be used as it is.
+        """
+        env, total, remembered = self.env, 0, False
         for sub in ast.walk(node):
             total += 1
-            if isinstance(sub, ast.Name) and isinstance(self.env.get(sub.id), tuple):
-                total += self.env[sub.id][1] - 1
-        return total
+            if isinstance(sub, ast.Name) and sub.id in env:
+                remembered = True
+                value = env[sub.id]
+                if isinstance(value, tuple):
+                    total += value[1] - 1
+        return total, remembered
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         """A free loaded name: its assigned expression (or a failure marker), else itself."""

@@ -436,8 +436,11 @@ class _SuiteParser:
         when a name used was bound by an assignment that could not be inlined.
         """
         inliner = Inliner(self.env)
-        if inliner.cost(expr) > MAX_EXPRESSION_NODES:
+        cost, remembered = inliner.measure(expr)
+        if cost > MAX_EXPRESSION_NODES:
             return TOO_LARGE
+        if not remembered:  # nothing to substitute: the expression as parsed, not copied
+            return (expr, cost)
         result = inliner.visit(copy.deepcopy(expr))
         if inliner.failure:
             return inliner.failure
@@ -479,7 +482,7 @@ class _SuiteParser:
 
         def value(node: ast.expr) -> ast.expr:
             if isinstance(node, ast.Name) and node.id in self.env:
-                return copy.deepcopy(self.env[node.id][0])
+                return self.env[node.id][0]  # only unparsed below, never changed: not copied
             return node
 
         resolved = ast.Call(
