@@ -433,7 +433,9 @@ class _SuiteParser:
 
         The marker is :data:`TOO_LARGE` when the result would exceed
         :data:`MAX_EXPRESSION_NODES` (or a name used holds that marker), else :data:`UNRESOLVED`
-        when a name used was bound by an assignment that could not be inlined.
+        when a name used was bound by an assignment that could not be inlined. The returned
+        expression may be ``expr`` itself (when no name in it is remembered) and is kept in the
+        parser's memory of assignments: it is read and written out, never changed.
         """
         inliner = Inliner(self.env)
         cost, remembered = inliner.measure(expr)
