@@ -47,7 +47,6 @@ from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring import arguments, monitor
-from codea1_env.scoring import plan as plan_module
 from codea1_env.scoring.book import (
     after_batch,
     apply_judgement,
@@ -68,6 +67,7 @@ from codea1_env.scoring.plan import (
     digest,
     plan_problem,
 )
+from codea1_env.scoring.plan import clear_caches as clear_parsed_gt_tests
 from codea1_env.scoring.quality import PassHistory
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.score import same, score_plan
@@ -102,7 +102,7 @@ def clear_text_caches() -> None:
     """
     arguments.clear_caches()
     monitor.clear_caches()
-    plan_module.clear_caches()
+    clear_parsed_gt_tests()
 
 
 class Judge(abc.ABC):
