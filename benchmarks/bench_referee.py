@@ -45,7 +45,8 @@ The sides, each timed over the same duels, ``--repeats`` times, interleaved (bes
     deletes the GT's functions, defines the candidate, runs the GT tests, the replayed mistake-book
     tests and every kept test against the GT values, each verdict a marker line. The parent
     parses the suites (``ast``), builds the programs, parses the markers, computes both rewards
-    (rules 3-7 of DESIGN.md) and updates its own copy of the same warm mistake book (rule 8).
+    (rules 3-7 of docs/deviations.md) and updates its own copy of the same warm mistake book
+    (rule 8).
     Its rewards are compared with the referee's (``reward_agreement``) to show the two do the
     same work; the referee closes the harness's holes, so a few duels may differ.
 

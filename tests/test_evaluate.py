@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -254,3 +255,35 @@ def test_eval_reports_the_training_numbers_next_to_validity(tmp_path: Path) -> N
         line for line in (tmp_path / "eval.md").read_text().splitlines() if "R_val" in line
     )
     assert "n_kept" in header and "n_invalid" in header and "validity@5" in header
+
+
+def test_readme_sample_table_is_what_eval_writes(tmp_path: Path) -> None:
+    """README's sample `codea1 eval` table: its command, rerun, gives every number it shows."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    tail = readme[readme.index("A sample of the\nMarkdown table `codea1 eval` writes") :]
+    blocks = re.findall(r"^```[a-z]*\n(.*?)^```$", tail, flags=re.M | re.S)
+    command, shown = blocks[0].strip(), blocks[1].splitlines()
+    words = command.split()
+    assert words[:2] == ["codea1", "eval"]
+    words = words[2:]
+    out = words.index("--out")
+    words[out + 1] = str(tmp_path)
+    parser = argparse.ArgumentParser()
+    eval_cli.add_arguments(parser)
+    assert eval_cli.run(parser.parse_args([*words, "--quiet"])) == 0
+
+    def rows(lines: list[str]) -> list[list[str]]:
+        return [
+            [cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in lines
+            if line.startswith("|") and not line.startswith("|---")
+        ]
+
+    written = rows((tmp_path / "eval.md").read_text().splitlines())
+    sample = rows(shown)
+    header, columns = sample[0], written[0]
+    assert set(header) <= set(columns), set(header) - set(columns)
+    by_policy = {row[0]: dict(zip(columns, row)) for row in written[1:]}
+    assert [row[0] for row in sample[1:]] == list(by_policy)
+    for row in sample[1:]:
+        assert dict(zip(header, row)) == {name: by_policy[row[0]][name] for name in header}

@@ -12,8 +12,9 @@ result per policy with:
 * **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
   mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
   :class:`~codea1_env.evaluation.SuiteEvaluator`, and next to them the training numbers of the
-  same suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of DESIGN.md; the
-  evaluator grades through the referee, so these equal what training would give). The tester is
+  same suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of
+  docs/deviations.md; the evaluator grades through the referee, so these equal what training
+  would give). The tester is
   shown each problem with its GT program (white-box, as in the paper's test-generation
   evaluation), LCov@k / BCov@k (line and branch coverage of the GT by each suite's first k kept
   tests, traced in the sandbox: :mod:`codea1_env.evaluation.coverage`) and UTRL's UT fidelity
@@ -346,7 +347,7 @@ def _test_metrics(
         "suites": len(validity),
         "tests_per_suite": measures.mean_or_none([float(n) for n in tests_written]),
         f"validity@{k}": measures.mean_or_none(validity),
-        # the training numbers of the same suites, from the referee (rule 3 of DESIGN.md)
+        # the training numbers of the same suites, from the referee (rule 3 of docs/deviations.md)
         "R_val": measures.mean_or_none(r_vals),
         "n_kept": measures.mean_or_none(kept_counts),
         "n_invalid": measures.mean_or_none(invalid_counts),

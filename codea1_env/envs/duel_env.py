@@ -93,8 +93,8 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     (the kept tests as scored, with GT expectations), ``verdicts`` (per test: valid, passed,
     status, error), ``rejected`` (asserts that did not count, with reasons),
     ``mistake_book_verdicts``, ``gt_pass_rate``, ``tester_reward_parts`` and, when the tester's
-    text held tests, ``n_kept`` and ``n_invalid`` (rule 3 of DESIGN.md: the counts ``R_val``
-    comes from).
+    text held tests, ``n_kept`` and ``n_invalid`` (rule 3 of docs/deviations.md: the counts
+    ``R_val`` comes from).
 
     ## Arguments
 

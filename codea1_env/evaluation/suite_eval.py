@@ -3,9 +3,10 @@
 :class:`SuiteEvaluator` turns ``(problem, suites, candidate codes)`` into the tables the pure
 metrics of :mod:`codea1_env.evaluation.metrics` need. It grades through the **same path as
 training**: one :meth:`~codea1_env.scoring.referee.Referee.judge_many` call per batch, so parsing,
-the argument materialization, the GT correction (rules 1-3 of DESIGN.md) and the value comparison
-are the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come out next to
-the evaluation metrics. For a batch of problems the referee judges, in two sandbox calls:
+the argument materialization, the GT correction (rules 1-3 of docs/deviations.md) and the value
+comparison are the referee's, and the training numbers (``R_val``, ``n_kept``, ``n_invalid``) come
+out next to the evaluation metrics. For a batch of problems the referee judges, in two sandbox
+calls:
 
 1. per problem, the GT itself (row 0) and each candidate code against every suite;
 2. per problem, each mutant of the GT (from :mod:`codea1_env.scoring.mutation`, cached per GT

@@ -276,11 +276,11 @@ def score_duels(
 ) -> list[DuelOutcome]:
     """Score finished duels with one sandbox call.
 
-    Every duel is one code and one suite (DESIGN.md: an env episode is a step with one code and
-    one suite), so each duel is its own code row, also when two duels' answers are the same text:
-    each is a separate sample and counts separately in the mistake-book update (rule 8). Duels
-    of the same problem form one referee item (one GT job), and the referee runs identical
-    programs of an item as one sandbox job, so 8 copies of a code cost one candidate job.
+    Every duel is one code and one suite (rule 8 of docs/deviations.md: an env episode is a step
+    with one code and one suite), so each duel is its own code row, also when two duels' answers are
+    the same text: each is a separate sample and counts separately in the mistake-book update
+    (rule 8). Duels of the same problem form one referee item (one GT job), and the referee runs
+    identical programs of an item as one sandbox job, so 8 copies of a code cost one candidate job.
     """
     groups: dict[tuple[str, int], list[int]] = {}
     for index, duel in enumerate(duels):

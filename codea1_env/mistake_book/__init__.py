@@ -1,9 +1,9 @@
 """The mistake book: per problem, the GT-corrected tests that broke candidates, with frequencies.
 
-Code-A1's semantics (DESIGN.md rules 5 and 8, as the authors' ``MistakeBook.update`` does it): one
-update per problem per step, over the step's valid codes of that problem, in two phases: first
-``frequency - 1`` for every (code, replayed test) that passed, an entry at 0 or below being
-removed; then ``frequency + 1`` for every (code, suite, kept test) that failed, a new entry
+Code-A1's semantics (rules 5 and 8 of docs/deviations.md, as the authors' ``MistakeBook.update``
+does it): one update per problem per step, over the step's valid codes of that problem, in two
+phases: first ``frequency - 1`` for every (code, replayed test) that passed, an entry at 0 or below
+being removed; then ``frequency + 1`` for every (code, suite, kept test) that failed, a new entry
 starting at 1 after the existing ones. The top 8 entries by frequency (ties: oldest first) are
 replayed against every candidate the next time the problem comes up. Entries are keyed by
 ``(problem_id, call)``; the stored expectation is the GT's plain value for the call (the first one

@@ -5,7 +5,7 @@ referee runs everything in the sandbox in one batched call and returns the verdi
 players' rewards. The Gymnasium env, its vector form, the PettingZoo view, the single-role wrappers
 and the trainer all call :meth:`Referee.judge_many`; none re-implements scoring.
 
-One judgement, step by step (Code-A1 semantics, see DESIGN.md):
+One judgement, step by step (Code-A1 semantics, see docs/deviations.md):
 
 1. Extract each coder's program (:func:`~codea1_env.scoring.testcases.extract_code`) and parse each
    tester's text into test cases (:func:`~codea1_env.scoring.testcases.parse_tests`; stdio problems:

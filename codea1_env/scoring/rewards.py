@@ -1,7 +1,7 @@
 """Code-A1's reward formulas for both players, as pure functions (no I/O, no sandbox).
 
 The referee counts passes and failures; this module turns the counts into rewards. The rules are
-the authors' (DESIGN.md "Code-A1 facts", rules 3-7, checked against ZJU-REAL/Code-A1
+the authors' (rules 3-7 of docs/deviations.md, checked against ZJU-REAL/Code-A1
 ``code/rl/reward.py``); every formula is stated in the docstring of the function that computes it.
 
 Counts of one suite after GT correction (see :func:`codea1_env.scoring.testcases.grade_suite`):

@@ -6,7 +6,7 @@ returns every outcome as a value with a reason: :func:`parse_tests` never raises
 Code extraction (:func:`extract_code`, :func:`extract_fenced_blocks`) and stdio pairs
 (:func:`parse_io_pairs`) live in :mod:`codea1_env.scoring.extraction` and are re-exported here.
 
-Accepted shape (the authors' rule 1, DESIGN.md): ``assert ENTRY(args...) == EXPECTED`` (an
+Accepted shape (the authors' rule 1, docs/deviations.md): ``assert ENTRY(args...) == EXPECTED`` (an
 optional assert message is ignored). The outer call must call ``entry_point`` by plain name (the
 authors accept any call; a call that is not the entry point, ``assert len([1]) == 1``, is a listed
 hole that codea1 closes); other calls inside the arguments are fine (they run in the sandbox), and
