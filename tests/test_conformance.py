@@ -3,8 +3,8 @@
 Each row is one duel scored by the real referee through the real sandbox, with the numbers the
 authors' released reward code (ZJU-REAL/Code-A1, ``code/rl/reward.py``: ``evaluate``,
 ``compute_dual_model_reward``, ``update_mistake_book``; ``trainer_a1.py``: ``MistakeBook``) gives
-for the same texts, worked out by hand in the comments. The holes docs/deviations.md lists stay closed by
-default; each has a row too. The same rows also go through the Gymnasium env and through the
+for the same texts, worked out by hand in the comments. The holes docs/deviations.md lists stay
+closed by default; each has a row too. The same rows also go through the Gymnasium env and through the
 evaluator, which must agree with the referee (one grading path).
 """
 
@@ -74,8 +74,8 @@ class Row:
 
 ROWS = [
     Row(
-        # The worked example of docs/deviations.md: kept 3 (the third with GT value 10, also invalid),
-        # n_invalid 1, R_val = min(3/8, 7/8) = 0.375; the code fails add(1, 2) and add(5, 5):
+        # The worked example of docs/deviations.md: kept 3 (the third with GT value 10, also
+        # invalid), n_invalid 1, R_val = min(3/8, 7/8) = 0.375; the code fails add(1, 2) and add(5, 5):
         # gen_fail_rate 2/8; coder 1/3; tester 0.5 * 0.375 + 0.5 * 0.25 = 0.3125.
         "worked_example",
         ADD,
@@ -256,8 +256,8 @@ ROWS = [
         tester=0.125,
     ),
     Row(
-        # Holes closed (docs/deviations.md): a SystemExit in the candidate is a failure, not a pass; a
-        # failing expectation does not shift later tests (the authors' list misaligned): the
+        # Holes closed (docs/deviations.md): a SystemExit in the candidate is a failure, not a
+        # pass; a failing expectation does not shift later tests (the authors' list misaligned): the
         # second test is kept (GT 3, invalid); the third is graded on its own.
         "holes_closed",
         ADD,
