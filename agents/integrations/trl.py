@@ -11,10 +11,11 @@ to reward functions as a keyword argument).
 Example:
     >>> from trl import GRPOConfig, GRPOTrainer                       # doctest: +SKIP
     >>> from agents.integrations.trl import make_trl_reward
-    >>> reward = make_trl_reward(problems)       # a ProblemSource, list or dict of Problems
-    >>> trainer = GRPOTrainer(model, reward_funcs=reward, args=GRPOConfig(...),
+    >>> reward = make_trl_reward(problems)  # a ProblemSource, list or dict  # doctest: +SKIP
+    >>> trainer = GRPOTrainer(model, reward_funcs=reward,             # doctest: +SKIP
+    ...                       args=GRPOConfig(...),
     ...                       train_dataset=dataset)  # dataset: "prompt" and "task_id" columns
-    >>> trainer.train(); reward.close()
+    >>> trainer.train(); reward.close()                               # doctest: +SKIP
 
 See ``examples/trl_grpo.py`` for a complete CPU run.
 

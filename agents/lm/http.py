@@ -4,9 +4,11 @@ Works with vLLM's server (``vllm serve MODEL``), llama.cpp's ``llama-server``, h
 the bundled :mod:`agents.lm.serve`. Only the standard library is used (``urllib``).
 
 Example:
+    >>> from agents.lm.http import OpenAICompatibleLM
+    >>> from agents.players.policy import CoderPolicy
     >>> lm = OpenAICompatibleLM("http://127.0.0.1:8000/v1", model="Qwen/Qwen2.5-Coder-1.5B")
-    >>> coder = CoderPolicy(lm)                    # from agents.players.policy
-    >>> answers = coder.act(observations)
+    >>> coder = CoderPolicy(lm)
+    >>> answers = coder.act(observations)  # a server must answer there  # doctest: +SKIP
 
 Token ids are not part of the OpenAI API, so generations from a server carry text,
 log-probabilities (when the server returns them) and the finish reason, with empty
