@@ -207,6 +207,7 @@ class Referee(Judge):
         self.history = PassHistory()
         self._batches = 0
         self._sandbox = sandbox
+        self._closed = False
         self._owns_sandbox = sandbox is None if owns_sandbox is None else owns_sandbox
         self.reward_config = reward_config or RewardConfig()
         self.limits = limits or Limits()
@@ -223,8 +224,16 @@ class Referee(Judge):
     # ------------------------------------------------------------------ lifecycle
     @property
     def sandbox(self) -> Sandbox:
-        """The sandbox, started on first use."""
+        """The sandbox, started on first use.
+
+        Raises:
+            RuntimeError: :meth:`close` was called on a referee that owns its sandbox (a new
+                sandbox would not be the one it was given: another backend, other workers).
+
+        """
         with self._lock:
+            if self._closed:
+                raise RuntimeError("this Referee is closed: its sandbox was stopped by close()")
             if self._sandbox is None:
                 from codea1_env.sandbox.factory import make_sandbox
 
@@ -232,11 +241,17 @@ class Referee(Judge):
             return self._sandbox
 
     def close(self) -> None:
-        """Stop the sandbox if this referee started it. Idempotent."""
+        """Stop the sandbox if this referee owns it. Idempotent.
+
+        A referee that owns its sandbox cannot judge after this (:attr:`sandbox` raises); one
+        given a sandbox it does not own leaves it running and stays usable.
+        """
         with self._lock:
-            if self._owns_sandbox and self._sandbox is not None:
-                self._sandbox.close()
-                self._sandbox = None
+            if self._owns_sandbox:
+                if self._sandbox is not None:
+                    self._sandbox.close()
+                    self._sandbox = None
+                self._closed = True
 
     def _judge_many(
         self,
