@@ -131,6 +131,31 @@ class PairResult:
         """Alias of :attr:`coder` (a coder row's reward)."""
         return self.coder
 
+    def metrics(self, role: str) -> dict[str, float]:
+        """The pair's numbers as the adapters log them, for the trained ``role``.
+
+        Args:
+            role: ``"coder"`` or ``"tester"``: whose reward is ``score`` and whose move
+                ``scored`` is about.
+
+        Returns:
+            ``score`` (the role's reward), ``coder_reward``, ``tester_reward``,
+            ``gt_pass_rate``, ``n_tests`` and ``n_failed`` (the suite's tests that were kept
+            and those the code failed), and ``scored`` (1.0 unless the role's move could not
+            score).
+
+        """
+        verdicts = self.info.get("verdicts") or []
+        return {
+            "score": float(self.tester if role == "tester" else self.coder),
+            "coder_reward": float(self.coder),
+            "tester_reward": float(self.tester),
+            "gt_pass_rate": float(self.info.get("gt_pass_rate") or 0.0),
+            "n_tests": float(len(verdicts)),
+            "n_failed": float(sum(1 for v in verdicts if not v.get("passed"))),
+            "scored": 0.0 if self.info["reasons"].get(role) else 1.0,
+        }
+
 
 @dataclass(frozen=True)
 class GridResult:

@@ -219,19 +219,12 @@ def response_payload(
     for row, result, found in zip(rows, results, prompt_found, strict=True):
         if not isinstance(result, PairResult):
             raise TypeError("OpenRLHF rows score as pairs")
-        info = result.info
-        reward = result.tester if isinstance(row, TesterRow) else result.coder
-        rewards.append(reward)
-        verdicts = info.get("verdicts", [])
-        mover = "tester" if isinstance(row, TesterRow) else "coder"
-        logs["codea1_coder_reward"].append(result.coder)
-        logs["codea1_tester_reward"].append(result.tester)
-        logs["codea1_gt_pass_rate"].append(float(info.get("gt_pass_rate", 0.0)))
-        logs["codea1_n_tests"].append(float(len(verdicts)))
-        logs["codea1_n_failed"].append(float(sum(not v["passed"] for v in verdicts)))
-        logs["codea1_scored"].append(0.0 if info["reasons"].get(mover) else 1.0)
+        metrics = result.metrics("tester" if isinstance(row, TesterRow) else "coder")
+        rewards.append(metrics.pop("score"))
+        for name, value in metrics.items():
+            logs[f"codea1_{name}"].append(value)
         logs["codea1_prompt_found"].append(1.0 if found else 0.0)
-        reasons.append(dict(info["reasons"]))
+        reasons.append(dict(result.info["reasons"]))
     return {"rewards": rewards, "scores": list(rewards), "extra_logs": logs, "reasons": reasons}
 
 

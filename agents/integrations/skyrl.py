@@ -175,20 +175,14 @@ class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]
         if not isinstance(result, PairResult):
             raise TypeError("a role row scores as a pair")
         info = result.info
-        reward = result.tester if isinstance(row, TesterRow) else result.coder
-        verdicts = info.get("verdicts", [])
-        self._metrics = {
-            "reward": float(reward),
-            "coder_reward": float(result.coder),
-            "tester_reward": float(result.tester),
-            "gt_pass_rate": float(info.get("gt_pass_rate", 0.0)),
-            "n_tests": float(len(verdicts)),
-            "n_failed": float(sum(not v["passed"] for v in verdicts)),
-        }
+        metrics = result.metrics("tester" if isinstance(row, TesterRow) else "coder")
+        reward = metrics.pop("score")
+        del metrics["scored"]
+        self._metrics = {"reward": reward, **metrics}
         metadata = {
             "rewards": info["rewards"],
             "reasons": info["reasons"],
-            "verdicts": verdicts,
+            "verdicts": info.get("verdicts", []),
             "gt_pass_rate": info.get("gt_pass_rate", 0.0),
             "tests": result.tests_text,
         }

@@ -318,12 +318,8 @@ class DuelEnv(vf.Env[DuelEnvConfig]):
         info = result.info
         coder.record_reward(REWARD_NAME, result.coder)
         tester.record_reward(REWARD_NAME, result.tester)
-        verdicts = info.get("verdicts") or []
-        shared = {
-            "gt_pass_rate": float(info.get("gt_pass_rate") or 0.0),
-            "n_tests": float(len(verdicts)),
-            "n_failed": float(sum(1 for v in verdicts if not v.get("passed"))),
-        }
+        metrics = result.metrics("tester")
+        shared = {key: metrics[key] for key in ("gt_pass_rate", "n_tests", "n_failed")}
         for trace, role, other, opponent_reward in (
             (coder, "coder", "tester", result.tester),
             (tester, "tester", "coder", result.coder),

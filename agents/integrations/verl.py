@@ -228,18 +228,7 @@ def scores_for(result: PairResult, row: CoderRow | TesterRow) -> dict[str, float
         could be scored).
 
     """
-    info = result.info
-    verdicts = info.get("verdicts", [])
-    role = "tester" if isinstance(row, TesterRow) else "coder"
-    return {
-        "score": float(result.tester if role == "tester" else result.coder),
-        "coder_reward": float(result.coder),
-        "tester_reward": float(result.tester),
-        "gt_pass_rate": float(info.get("gt_pass_rate", 0.0)),
-        "n_tests": float(len(verdicts)),
-        "n_failed": float(sum(not v["passed"] for v in verdicts)),
-        "scored": 0.0 if info["reasons"].get(role) else 1.0,
-    }
+    return result.metrics("tester" if isinstance(row, TesterRow) else "coder")
 
 
 def score_rows(core: RewardCore, rows: Sequence[CoderRow | TesterRow]) -> list[dict[str, float]]:
