@@ -32,7 +32,14 @@ from typing import Any
 
 from agents.integrations.options import MODES, OPPONENTS
 from codea1_env.envs.duel_env import duel_info
-from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, fixed_tester, judge_grid, pair_outcome
+from codea1_env.game.duel import (
+    MAX_ACTION_CHARS,
+    Duel,
+    fixed_tester,
+    gt_suite,
+    judge_grid,
+    pair_outcome,
+)
 from codea1_env.game.spaces import observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict, problem_to_dict
@@ -175,17 +182,6 @@ class GridResult:
     gt_pass_rates: tuple[float, ...]
     pairs: tuple[tuple[PairResult, ...], ...]
     code_infos: tuple[dict[str, Any] | None, ...] = ()
-
-
-def gt_suite(problem: Problem) -> str:
-    """The problem's GT tests as a tester's answer (the ``gt+mistake_book`` opponent)."""
-    if problem.kind == "function":
-        return "```python\n" + "\n".join(problem.tests) + "\n```"
-    blocks = [
-        f"```input\n{p.input.rstrip(chr(10))}\n```\n```output\n{p.output.rstrip(chr(10))}\n```"
-        for p in problem.io_pairs
-    ]
-    return "\n\n".join(blocks)
 
 
 @dataclass

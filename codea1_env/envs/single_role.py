@@ -17,7 +17,7 @@ import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from codea1_env.envs.duel_env import duel_info, show_duel
-from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role, gt_suite
 from codea1_env.game.host import DuelHost
 from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
@@ -142,7 +142,7 @@ class CoderEnv(_OneStepEnv):
 
     def _fixed_tests(self, problem: Problem) -> str:
         if self.opponent == "gt+mistake_book":
-            return "\n".join(problem.tests) if problem.kind == "function" else _io_text(problem)
+            return gt_suite(problem)
         return ""
 
 
@@ -229,7 +229,3 @@ class TesterEnv(_OneStepEnv):
         info = duel_info(self._duel)
         info["candidate"] = self._candidate
         return info
-
-
-def _io_text(problem: Problem) -> str:
-    return "\n".join(f"Input:\n{p.input}\nOutput:\n{p.output}" for p in problem.io_pairs)

@@ -30,6 +30,7 @@ __all__ = [
     "answer_for",
     "check_move",
     "fixed_tester",
+    "gt_suite",
     "pair_outcome",
     "judge_grid",
     "score_duels",
@@ -89,6 +90,20 @@ def answer_for(program: str) -> str:
     :meth:`Duel.play_code` extracts ``program`` from it unchanged.
     """
     return "```python\n" + program + "\n```"
+
+
+def gt_suite(problem: Problem) -> str:
+    """A tester's answer that plays the problem's GT tests (the ``gt+mistake_book`` opponent).
+
+    Function problems: the GT asserts in a ```` ```python ```` block; stdio problems: each
+    input/output pair as an ```` ```input ```` and an ```` ```output ```` block.
+    """
+    if problem.kind == "function":
+        return "```python\n" + "\n".join(problem.tests) + "\n```"
+    return "\n\n".join(
+        f"```input\n{pair.input.rstrip(chr(10))}\n```\n```output\n{pair.output.rstrip(chr(10))}\n```"
+        for pair in problem.io_pairs
+    )
 
 
 @dataclass
