@@ -36,12 +36,14 @@ from __future__ import annotations
 import base64
 import html
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agents.evaluation.plots import DEFAULT_SMOOTHING, MONITOR_TOTALS, PLOTS, ema, plot_run
+from agents.training.metrics import read_metrics
 
 __all__ = [
     "DEFAULT_SMOOTHING",
@@ -81,27 +83,18 @@ class RunData:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file; absent reads as ``{}``, damaged as ``{}`` with a warning naming it."""
     if not path.is_file():
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        warnings.warn(f"{path}: not valid JSON ({exc}), read as empty", stacklevel=2)
         return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    if not path.is_file():
-        return rows
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line after a crash
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    if not isinstance(data, dict):
+        warnings.warn(f"{path}: not a JSON object, read as empty", stacklevel=2)
+        return {}
+    return data
 
 
 def load_run(run_dir: str | Path) -> RunData:
@@ -115,14 +108,14 @@ def load_run(run_dir: str | Path) -> RunData:
     path = root / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{root} holds no metrics.jsonl (is it a codea1 run directory?)")
-    rows = [r for r in _read_jsonl(path) if isinstance(r.get("step"), (int, float))]
+    rows = [r for r in read_metrics(path) if isinstance(r.get("step"), (int, float))]
     rows.sort(key=lambda r: r["step"])
     return RunData(
         run_dir=root,
         rows=rows,
         config=_read_json(root / "config.json"),
         summary=_read_json(root / "summary.json"),
-        duels=[d for path in sorted(root.glob("duels*.jsonl")) for d in _read_jsonl(path)],
+        duels=[d for path in sorted(root.glob("duels*.jsonl")) for d in read_metrics(path)],
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,18 +33,26 @@ __all__ = [
 
 
 def read_metrics(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a metrics JSONL file, skipping a torn last line (a crash mid-write)."""
+    r"""Read a JSONL log (``metrics.jsonl``, ``duels.jsonl``), tolerating a torn last line.
+
+    Lines end at ``"\n"`` only. A last line that does not decode is a write cut short by a crash
+    and is skipped silently; any other line that does not decode is skipped with a
+    :class:`UserWarning` naming the file and line. A missing file reads as no rows.
+    """
     rows: list[dict[str, Any]] = []
     target = Path(path)
     if not target.is_file():
         return rows
-    for line in target.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line:
+    lines = target.read_text(encoding="utf-8", errors="replace").split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for index, line in enumerate(lines):
+        if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
+            if index != last:
+                warnings.warn(f"{target}:{index + 1}: not valid JSON, skipped", stacklevel=2)
             continue
         if isinstance(row, dict):
             rows.append(row)

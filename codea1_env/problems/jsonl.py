@@ -23,18 +23,24 @@ __all__ = ["collect_problems", "parse_json_lines", "read_problems", "write_probl
 
 
 def parse_json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, decoded_object)`` for each non-blank line of ``text``.
+    r"""Yield ``(line_number, decoded_object)`` for each non-blank line of ``text``.
+
+    Lines end at ``"\n"`` only (JSON reads a ``"\r"`` before it as blank space): strings
+    may hold the other characters that :meth:`str.splitlines` breaks at (U+2028, U+0085, ...)
+    unescaped, as ``json.dumps(..., ensure_ascii=False)`` writes them.
 
     Raises:
-        ProblemFormatError: a line is not valid JSON.
+        ProblemFormatError: a line is not valid JSON, or nests too deeply to decode.
     """
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
             yield number, json.loads(raw)
         except ValueError as exc:
             raise ProblemFormatError(where, number, None, f"not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ProblemFormatError(where, number, None, "JSON nested too deeply") from None
 
 
 def collect_problems(
@@ -103,6 +109,8 @@ def read_problems(
             raw = gzip.decompress(raw)
         except (OSError, EOFError) as exc:
             raise ProblemFormatError(where, None, None, f"not a gzip file: {exc}") from None
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte order mark, as some editors write
+        raw = raw[3:]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
