@@ -163,6 +163,34 @@ def test_import_overwrites_matching_entries_and_keeps_others(book: MistakeBook) 
     assert book.entries("p") == [BookEntry("f(2)", 20, 5), BookEntry("f(1)", 1, 1)]
 
 
+def test_import_with_replace_makes_the_file_the_whole_book(book: MistakeBook) -> None:
+    book.apply("p", [("f(1)", 1), ("f(2)", 2)], [])
+    book.apply("q", [("g(1)", 1)], [])
+    book.load_dict(
+        {
+            "format": "codea1.mistake_book",
+            "version": 1,
+            "problems": {"p": [{"call": "f(2)", "expected": 20, "frequency": 5}]},
+        },
+        replace=True,
+    )
+    assert book.problems() == ["p"]
+    assert book.entries("p") == [BookEntry("f(2)", 20, 5)]
+
+
+def test_a_damaged_file_imported_with_replace_leaves_the_book_as_it_was(
+    book: MistakeBook, tmp_path: Path
+) -> None:
+    # A resume restores the checkpoint's book this way: a truncated file must not empty it.
+    book.apply("p", [("f(1)", 1)], [])
+    path = tmp_path / "mistake_book.json"
+    book.export_json(path)
+    path.write_text(path.read_text()[:-10])
+    with pytest.raises(MistakeBookFormatError, match="mistake_book.json"):
+        book.import_json(path, replace=True)
+    assert book.entries("p") == [BookEntry("f(1)", 1, 1)]
+
+
 GOOD_ENTRY = {"call": "f(1)", "expected": 1, "frequency": 1}
 
 

@@ -311,8 +311,7 @@ def read_run_checkpoint(
         source.load_state_dict(state.curriculum)
     book_file = directory / "mistake_book.json"
     if mistake_book is not None and book_file.is_file():
-        mistake_book.clear()
-        mistake_book.import_json(book_file)
+        mistake_book.import_json(book_file, replace=True)  # validated before anything changes
     return state
 
 

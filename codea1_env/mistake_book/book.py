@@ -123,6 +123,11 @@ class MistakeBook(abc.ABC):
     def clear(self) -> None:
         """Remove every entry."""
 
+    def _replace(self, rows: list[tuple[str, str, str, int]]) -> None:
+        """Make ``rows`` the whole book (backends override this to do it in one transaction)."""
+        self.clear()
+        self._upsert(rows)
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release resources. Idempotent."""
@@ -216,19 +221,29 @@ class MistakeBook(abc.ABC):
             },
         }
 
-    def load_dict(self, data: Any, *, source: str = "<dict>") -> None:
+    def load_dict(self, data: Any, *, source: str = "<dict>", replace: bool = False) -> None:
         """Insert or overwrite the entries of ``data`` (export format) in one transaction.
 
         Each ``(problem, call)`` in ``data`` takes the file's expected value and frequency;
-        entries not in ``data`` are kept (call :meth:`clear` first to replace the whole book).
-        New entries are inserted in the file's order, so its ranking is kept.
+        entries not in ``data`` are kept unless ``replace``. New entries are inserted in the
+        file's order, so its ranking is kept.
+
+        Args:
+            data: The export format (see the module docstring).
+            source: Where ``data`` came from, for error messages.
+            replace: Make ``data`` the whole book: every other entry is removed, after ``data``
+                was validated (in one transaction on SQLite).
 
         Raises:
             MistakeBookFormatError: ``data`` is malformed; the message names ``source`` and the
                 offending field. Nothing is changed.
 
         """
-        self._upsert(validate_rows(data, source))
+        rows = validate_rows(data, source)
+        if replace:
+            self._replace(rows)
+        else:
+            self._upsert(rows)
 
     @classmethod
     def from_dict(cls: type[_Book], data: Any, *args: Any, **kwargs: Any) -> _Book:
@@ -245,8 +260,8 @@ class MistakeBook(abc.ABC):
         """Write the book to ``path`` atomically (temporary file, fsync, rename)."""
         write_text_atomic(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
 
-    def import_json(self, path: str | os.PathLike[str]) -> None:
-        """Load a file written by :meth:`export_json` (see :meth:`load_dict`).
+    def import_json(self, path: str | os.PathLike[str], *, replace: bool = False) -> None:
+        """Load a file written by :meth:`export_json` (see :meth:`load_dict`, and its ``replace``).
 
         Raises:
             MistakeBookFormatError: the file is unreadable, not JSON or malformed; the message
@@ -260,7 +275,7 @@ class MistakeBook(abc.ABC):
             raise MistakeBookFormatError(
                 f"{name}: cannot read a JSON mistake book: {exc}"
             ) from None
-        self.load_dict(data, source=name)
+        self.load_dict(data, source=name, replace=replace)
 
     def __enter__(self: _Book) -> _Book:
         return self

@@ -143,6 +143,14 @@ class SqliteMistakeBook(MistakeBook):
                 rows,
             )
 
+    def _replace(self, rows: list[tuple[str, str, str, int]]) -> None:
+        with self._transaction() as cur:
+            cur.execute("DELETE FROM entries")
+            cur.executemany(
+                "INSERT INTO entries (problem_id, call, expected, frequency) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+
     def _remove(self, rows: list[tuple[str, str]]) -> None:
         with self._transaction() as cur:
             cur.executemany("DELETE FROM entries WHERE problem_id = ? AND call = ?", rows)
