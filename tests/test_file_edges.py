@@ -73,3 +73,18 @@ def test_the_report_warns_about_damaged_files(tmp_path: Path) -> None:
     messages = [str(w.message) for w in caught]
     assert any("metrics.jsonl:2" in m for m in messages)
     assert any("summary.json: not valid JSON" in m for m in messages)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+def test_a_damaged_checkpoint_file_is_named(tmp_path: Path, damage: str) -> None:
+    torch = pytest.importorskip("torch")
+    from agents.training.checkpoint import CheckpointError, load_checkpoint_file
+
+    path = tmp_path / "coder_model.pt"
+    torch.save({"w": torch.zeros(64)}, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"not a checkpoint")
+    with pytest.raises(CheckpointError, match=r"coder_model\.pt cannot be loaded"):
+        load_checkpoint_file(path, map_location="cpu")
+    with pytest.raises(FileNotFoundError, match=r"nope\.pt is missing"):
+        load_checkpoint_file(tmp_path / "nope.pt")

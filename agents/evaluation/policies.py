@@ -189,7 +189,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         from agents.lm.transformers_lm import TransformersLM
         from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
         from agents.players.prompts import prompt_style
-        from agents.training.checkpoint import latest_checkpoint
+        from agents.training.checkpoint import latest_checkpoint, load_checkpoint_file
         from agents.training.config import TrainConfig
         from agents.training.player import apply_lora, load_model_spec
     except ImportError as exc:
@@ -211,7 +211,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
         if config.use_lora:
             model = apply_lora(model, config)
-        weights = torch.load(ckpt / f"{player}_model.pt", map_location=device)
+        weights = load_checkpoint_file(ckpt / f"{player}_model.pt", map_location=device)
         model.load_state_dict(weights, strict=False)
         model.eval()
         return TransformersLM(model, tokenizer, chat_template=style.chat_template)

@@ -31,11 +31,13 @@ from codea1_env.atomic import fsync_dir, write_text_atomic
 
 __all__ = [
     "COMPLETE_MARKER",
+    "CheckpointError",
     "TrainerState",
     "capture_rng_state",
     "curriculum_state",
     "latest_checkpoint",
     "list_checkpoints",
+    "load_checkpoint_file",
     "load_player_weights",
     "read_run_checkpoint",
     "read_trainer_state",
@@ -48,6 +50,34 @@ __all__ = [
 
 COMPLETE_MARKER = "COMPLETE"
 """File written last inside a checkpoint directory; its presence means the checkpoint is whole."""
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be read (damaged after it was written); names the file."""
+
+
+def load_checkpoint_file(path: Path, **kwargs: Any) -> Any:
+    """``torch.load(path, **kwargs)``, with a damaged or unreadable file named in the error.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        CheckpointError: the file exists but does not load (truncated, corrupt, unreadable).
+
+    """
+    import pickle
+
+    import torch
+
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint file {path} is missing")
+    try:
+        return torch.load(path, **kwargs)
+    except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+        raise CheckpointError(
+            f"checkpoint file {path} cannot be loaded (damaged after it was written?): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
 
@@ -211,10 +241,12 @@ def write_trainer_state(
 
 def read_trainer_state(directory: Path) -> TrainerState:
     """Read back what :func:`write_trainer_state` wrote (the RNGs are not restored here)."""
-    import torch
-
-    state = torch.load(directory / "trainer_state.pt", weights_only=False)
-    info = json.loads((directory / "trainer_state.json").read_text())
+    state = load_checkpoint_file(directory / "trainer_state.pt", weights_only=False)
+    info_file = directory / "trainer_state.json"
+    try:
+        info = json.loads(info_file.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint file {info_file} is not valid JSON: {exc}") from exc
     return TrainerState(
         step=int(state["step"]),
         sampler=state["sampler"],

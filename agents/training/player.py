@@ -23,6 +23,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
+from agents.training.checkpoint import load_checkpoint_file
 from agents.training.config import TrainConfig
 from agents.training.distributed import (
     SINGLE,
@@ -404,10 +405,13 @@ class Player:
 
         Raises:
             FileNotFoundError: a file of the checkpoint is missing.
+            CheckpointError: a file of the checkpoint is damaged (it names the file).
             RuntimeError: the weights do not fit the model (a different model spec).
 
         """
-        weights = torch.load(directory / f"{self.name}_model.pt", map_location=self.device)
+        weights = load_checkpoint_file(
+            directory / f"{self.name}_model.pt", map_location=self.device
+        )
         missing_trainable = [
             n for n, p in self.model.named_parameters() if p.requires_grad and n not in weights
         ]
@@ -416,14 +420,18 @@ class Player:
                 f"checkpoint {directory} does not fit the {self.name} model: "
                 f"missing {missing_trainable[:3]}"
             )
-        optimizer = torch.load(directory / f"{self.name}_optimizer.pt", map_location=self.device)
+        optimizer = load_checkpoint_file(
+            directory / f"{self.name}_optimizer.pt", map_location=self.device
+        )
         if is_sharded(self.model):  # every rank loads the full state and keeps its shard
             load_full_model_state(self.model, weights)
             load_full_optimizer_state(self.model, self.optimizer, optimizer)
         else:
             self.model.load_state_dict(weights, strict=False)
             self.optimizer.load_state_dict(optimizer)
-        self.scheduler.load_state_dict(torch.load(directory / f"{self.name}_scheduler.pt"))
+        self.scheduler.load_state_dict(
+            load_checkpoint_file(directory / f"{self.name}_scheduler.pt")
+        )
 
     def save_reference(self, path: Path) -> None:
         """Write the frozen reference's weights (no-op without a separate reference)."""
@@ -434,7 +442,7 @@ class Player:
     def load_reference(self, path: Path) -> None:
         """Load reference weights written by :meth:`save_reference` (when the file exists)."""
         if self.reference is not None and path.is_file():
-            self.reference.load_state_dict(torch.load(path, map_location=self.device))
+            self.reference.load_state_dict(load_checkpoint_file(path, map_location=self.device))
 
 
 _LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
