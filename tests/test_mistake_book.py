@@ -378,3 +378,33 @@ def test_kill_9_mid_write_loses_no_committed_transaction(tmp_path: Path) -> None
             # after the last line the child managed to print before it was killed.
             assert stored in (committed, committed + 1)
             committed = stored
+
+
+def test_sqlite_books_refuse_other_databases_and_name_the_file(tmp_path: Path) -> None:
+    foreign = tmp_path / "app.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE users (name TEXT)")
+    conn.close()
+    with pytest.raises(ValueError, match=r"app\.db: not a mistake book .*\['users'\]"):
+        SqliteMistakeBook(foreign)
+    with sqlite3.connect(foreign) as conn:  # nothing was added to it
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+    conn.close()
+    assert tables == ["users"]
+    shaped = tmp_path / "shaped.db"
+    with sqlite3.connect(shaped) as conn:
+        conn.execute("CREATE TABLE entries (problem_id TEXT, call TEXT)")
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with pytest.raises(ValueError, match=r"shaped\.db: not a mistake book of this codea1"):
+        SqliteMistakeBook(shaped)
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(sqlite3.DatabaseError, match=r"garbage\.db: file is not a database"):
+        SqliteMistakeBook(garbage)
+    with pytest.raises(sqlite3.OperationalError, match=str(tmp_path)):
+        SqliteMistakeBook(tmp_path)  # a directory
+    with SqliteMistakeBook(tmp_path / "new.db") as book:  # a new file still becomes a book
+        book.apply("p", [("f(1)", 1)], [])
+    with SqliteMistakeBook(tmp_path / "new.db") as book:
+        assert book.size() == 1

@@ -49,8 +49,10 @@ class SqliteMistakeBook(MistakeBook):
         busy_timeout_s: Seconds to wait for another process's write lock.
 
     Raises:
-        ValueError: bad ``synchronous``, or the file holds an unknown schema version.
-        sqlite3.DatabaseError: the file is not a SQLite database.
+        ValueError: bad ``synchronous``, or the file is a database but not a mistake book (an
+            unknown schema version, other tables, or an ``entries`` table of another shape).
+        sqlite3.DatabaseError: the file is not a SQLite database, is damaged, or cannot be
+            opened or written (a directory, a read-only file); the message names the file.
 
     """
 
@@ -68,9 +70,15 @@ class SqliteMistakeBook(MistakeBook):
         self.busy_timeout_s = float(busy_timeout_s)
         self._lock = threading.RLock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(
-            self.path, timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
-        )
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise _named(exc, self.path) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -80,7 +88,13 @@ class SqliteMistakeBook(MistakeBook):
             self._conn: sqlite3.Connection | None = conn
             with self._transaction() as cur:
                 version = cur.execute("PRAGMA user_version").fetchone()[0]
+                tables = _tables(cur)
                 if version == 0:
+                    if tables:  # someone else's database: do not add our tables to it
+                        raise ValueError(
+                            f"{self.path}: not a mistake book (a SQLite database with the "
+                            f"tables {tables}); give the mistake book a file of its own"
+                        )
                     _create_schema(cur)
                     cur.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
                 elif version != FORMAT_VERSION:
@@ -88,6 +102,12 @@ class SqliteMistakeBook(MistakeBook):
                         f"{self.path}: mistake book schema version {version} is not supported "
                         f"(this codea1 reads version {FORMAT_VERSION})"
                     )
+                else:
+                    _check_schema(cur, self.path)
+        except sqlite3.Error as exc:
+            conn.close()
+            self._conn = None
+            raise _named(exc, self.path) from exc
         except BaseException:
             conn.close()
             self._conn = None
@@ -192,6 +212,36 @@ class SqliteMistakeBook(MistakeBook):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+_COLUMNS = ("id", "problem_id", "call", "expected", "frequency")
+
+
+def _tables(cur: sqlite3.Cursor) -> list[str]:
+    rows = cur.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
+    )
+    return [str(row[0]) for row in rows.fetchall()]
+
+
+def _check_schema(cur: sqlite3.Cursor, path: Path) -> None:
+    """Refuse a file that says it is a mistake book but lacks the ``entries`` table we write."""
+    columns = tuple(str(row[1]) for row in cur.execute("PRAGMA table_info(entries)").fetchall())
+    if columns != _COLUMNS:
+        found = f"columns {list(columns)}" if columns else "no entries table"
+        raise ValueError(
+            f"{path}: not a mistake book of this codea1 ({found}; expected {list(_COLUMNS)})"
+        )
+
+
+def _named(exc: sqlite3.Error, path: Path) -> sqlite3.Error:
+    """The same kind of SQLite error, its message naming the file."""
+    named = type(exc)(f"{path}: {exc}")
+    for attribute in ("sqlite_errorcode", "sqlite_errorname"):
+        if hasattr(exc, attribute):
+            setattr(named, attribute, getattr(exc, attribute))
+    return named
 
 
 def _create_schema(cur: sqlite3.Cursor) -> None:
