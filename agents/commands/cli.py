@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 __all__ = ["build_parser", "main"]
@@ -49,8 +51,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+TRACEBACK_ENV = "CODEA1_TRACEBACK"
+"""Set to 1 to get the full traceback of an error the command line reports in one line."""
+
+
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """What a user's files, flags and environment raise: reported in one line, not a traceback."""
+    import sqlite3
+
+    return (OSError, ValueError, KeyError, sqlite3.DatabaseError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the process exit status."""
+    """Run the command line; returns the process exit status.
+
+    An error from the user's input (a missing or damaged file, a bad value: ``OSError``,
+    ``ValueError`` and its kin such as ``ProblemFormatError``, ``KeyError``, SQLite errors) is
+    printed as ``codea1 COMMAND: error: MESSAGE`` with exit status 2; ``CODEA1_TRACEBACK=1``
+    prints the traceback too.
+    """
     args = build_parser().parse_args(argv)
     module = importlib.import_module(args._module)
     try:
@@ -58,6 +77,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except _input_errors() as exc:
+        if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+            traceback.print_exc()
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(
+            f"codea1 {args.command}: error: {type(exc).__name__}: {message}\n"
+            f"(set {TRACEBACK_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

@@ -15,7 +15,10 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+from agents.commands.argtypes import positive_int, probability
 
 __all__ = ["add_arguments", "play", "run"]
 
@@ -24,16 +27,18 @@ TESTERS = ("boundary", "random", "trivial")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``duel`` subcommand's arguments."""
-    parser.add_argument("--episodes", type=int, default=24, help="number of duels (default 24)")
+    parser.add_argument(
+        "--episodes", type=positive_int, default=24, help="number of duels (default 24)"
+    )
     parser.add_argument(
         "--source", default="bank", help="problem source: bank, humaneval, procedural, jsonl:PATH"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for problems and players")
     parser.add_argument(
-        "--p-mutant", type=float, default=0.75, help="chance the coder submits a mutant"
+        "--p-mutant", type=probability, default=0.75, help="chance the coder submits a mutant"
     )
     parser.add_argument("--tester", choices=TESTERS, default="boundary", help="scripted tester")
-    parser.add_argument("--batch", type=int, default=8, help="duels per batched step")
+    parser.add_argument("--batch", type=positive_int, default=8, help="duels per batched step")
     parser.add_argument(
         "--mode", choices=("code-a1", "golden", "self-play"), default="code-a1", help="reward mode"
     )
@@ -168,6 +173,8 @@ def summary(rows: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 duel``."""
+    if args.json and Path(args.json).is_dir():
+        raise IsADirectoryError(f"--json {args.json}: is a directory")
     started = time.perf_counter()
     rows = play(
         args.episodes,
@@ -182,6 +189,7 @@ def run(args: argparse.Namespace) -> int:
     print(summary(rows) if args.quiet else format_table(rows))
     print(f"({time.perf_counter() - started:.1f} s)")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as handle:
-            json.dump(rows, handle, indent=1)
+        from codea1_env.atomic import write_text_atomic
+
+        write_text_atomic(args.json, json.dumps(rows, indent=1))
     return 0

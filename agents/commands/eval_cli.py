@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from agents.commands.argtypes import nonnegative_int, positive_int
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -49,10 +51,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="bank",
         help="problems: bank, humaneval, procedural[:SEED], procedural-test[:SEED], jsonl:PATH",
     )
-    parser.add_argument("--problems", type=int, default=None, help="evaluate only N problems")
-    parser.add_argument("--samples", type=int, default=4, help="samples per problem (default 4)")
+    parser.add_argument(
+        "--problems", type=positive_int, default=None, help="evaluate only N problems"
+    )
+    parser.add_argument(
+        "--samples", type=positive_int, default=4, help="samples per problem (default 4)"
+    )
     parser.add_argument("--k", type=_ks, default=(1,), help="pass@k values, e.g. 1,4 (<= samples)")
-    parser.add_argument("--test-k", type=int, default=5, help="k of validity@k and mut@k (5)")
+    parser.add_argument(
+        "--test-k", type=positive_int, default=5, help="k of validity@k and mut@k (5)"
+    )
     parser.add_argument("--temperature", type=float, default=0.7, help="LM sampling temperature")
     parser.add_argument("--top-p", type=float, default=0.95, help="LM nucleus sampling")
     parser.add_argument("--seed", type=int, default=0, help="seed of every sampler")
@@ -61,9 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="scripted:mutant:0.75",
         help="coder spec filling the shared candidate pool (discrimination, p01/p00, best-of-N)",
     )
-    parser.add_argument("--n-candidates", type=int, default=8, help="candidate codes per problem")
     parser.add_argument(
-        "--max-mutants", type=int, default=64, help="mutants per problem (0: all; default 64)"
+        "--n-candidates", type=nonnegative_int, default=8, help="candidate codes per problem"
+    )
+    parser.add_argument(
+        "--max-mutants",
+        type=nonnegative_int,
+        default=64,
+        help="mutants per problem (0: all; default 64)",
     )
     parser.add_argument("--out", default="results", help="output directory (default results/)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -77,8 +90,15 @@ def run(args: argparse.Namespace) -> int:
         markdown_table,
         select_problems,
     )
+    from agents.evaluation.policies import check_policy_spec
+    from codea1_env.atomic import write_text_atomic
 
     try:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out}: exists and is not a directory")
+        for spec in args.policy:
+            check_policy_spec(spec)
         settings = EvalSettings(
             samples=args.samples,
             ks=tuple(args.k),
@@ -91,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
             max_mutants=args.max_mutants or None,
         )
         problems = select_problems(_source(args.source), args.problems)
-    except (ValueError, KeyError) as exc:
-        print(f"codea1 eval: {exc}", file=sys.stderr)
+    except (ValueError, KeyError, OSError) as exc:
+        print(f"codea1 eval: error: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
 
@@ -101,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr, flush=True)
 
     rows = evaluate_policies(args.policy, problems, settings, progress=say)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     record = {
         "source": args.source,
@@ -110,9 +129,9 @@ def run(args: argparse.Namespace) -> int:
         "seconds": time.perf_counter() - started,
         "results": rows,
     }
-    (out / "eval.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    write_text_atomic(out / "eval.json", json.dumps(record, indent=1))
     table = markdown_table(rows)
-    (out / "eval.md").write_text(_markdown_page(args.source, len(problems), settings, table))
+    write_text_atomic(out / "eval.md", _markdown_page(args.source, len(problems), settings, table))
     print(table)
     print(f"({record['seconds']:.1f} s; wrote {out / 'eval.json'} and {out / 'eval.md'})")
     return 0

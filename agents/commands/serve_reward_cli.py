@@ -18,6 +18,8 @@ import json
 import sys
 from typing import Any
 
+from agents.commands.argtypes import port, positive_int, probability
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -26,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from agents.integrations.options import DEFAULT_MAX_BODY_BYTES, MODES, OPPONENTS
 
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8011, help="port (0: any free port)")
+    parser.add_argument("--port", type=port, default=8011, help="port (0: any free port)")
     parser.add_argument(
         "--source",
         default="bank",
@@ -47,24 +49,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opponent-url", default=None, help="API root for --opponent http")
     parser.add_argument("--opponent-model", default="tester", help="model for --opponent http")
     parser.add_argument("--mode", choices=MODES, default="code-a1", help="reward mode")
-    parser.add_argument("--alpha", type=float, default=0.5, help="tester validity weight")
-    parser.add_argument("--k", type=int, default=8, help="Code-A1's K")
-    parser.add_argument("--num-tests", type=int, default=8, help="tests per frozen-tester suite")
+    parser.add_argument("--alpha", type=probability, default=0.5, help="tester validity weight")
+    parser.add_argument("--k", type=positive_int, default=8, help="Code-A1's K")
+    parser.add_argument(
+        "--num-tests", type=positive_int, default=8, help="tests per frozen-tester suite"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted testers")
     parser.add_argument(
         "--sandbox", default="local", choices=("local", "docker", "ray"), help="sandbox backend"
     )
-    parser.add_argument("--workers", type=int, default=None, help="local sandbox workers")
+    parser.add_argument("--workers", type=positive_int, default=None, help="local sandbox workers")
     parser.add_argument(
         "--no-book-update", action="store_true", help="replay the mistake book, never update it"
     )
-    parser.add_argument("--max-batch", type=int, default=256, help="most rows per sandbox call")
+    parser.add_argument(
+        "--max-batch", type=positive_int, default=256, help="most rows per sandbox call"
+    )
     parser.add_argument(
         "--batch-window-ms", type=float, default=5.0, help="wait for more requests (ms)"
     )
-    parser.add_argument("--max-queue", type=int, default=1024, help="queued requests before 503")
     parser.add_argument(
-        "--max-request-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="413 above"
+        "--max-queue", type=positive_int, default=1024, help="queued requests before 503"
+    )
+    parser.add_argument(
+        "--max-request-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES, help="413 above"
     )
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
 

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``codea1 train``; returns the process exit code (0 ok, 2 bad config)."""
     try:
         config = build_config(args)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:  # a bad value, or a --config file that cannot be read
         print(f"codea1 train: {exc}", file=sys.stderr)
         return 2
     if getattr(args, "print_config", False):

@@ -38,7 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from agents.evaluation.policies import EvalSettings, LoadedPolicy, PolicyLike, load_policy
+from agents.evaluation.policies import (
+    EvalSettings,
+    LoadedPolicy,
+    PolicyLike,
+    check_policy_spec,
+    load_policy,
+)
 from codea1_env.envs.duel_env import duel_info
 from codea1_env.evaluation import coverage
 from codea1_env.evaluation import fidelity as fidelity_module
@@ -108,7 +114,14 @@ class RecordingSandbox:
 def select_problems(
     source: Any, limit: int | None = None, seed: int | None = None
 ) -> list[Problem]:
-    """The first ``limit`` problems of a source (a seeded random subset when ``seed`` is set)."""
+    """The first ``limit`` problems of a source (a seeded random subset when ``seed`` is set).
+
+    Raises:
+        ValueError: ``limit`` is not None and below 1.
+
+    """
+    if limit is not None and (isinstance(limit, bool) or limit < 1):
+        raise ValueError(f"the number of problems must be >= 1, got {limit!r}")
     ids = list(source.ids())
     if limit is not None and limit < len(ids):
         if seed is None:
@@ -173,6 +186,8 @@ def evaluate_policies(
     from codea1_env.scoring.rewards import RewardConfig
 
     settings = settings or EvalSettings()
+    for spec in (*specs, *([settings.candidates] if settings.n_candidates else [])):
+        check_policy_spec(spec)  # every spec, before any work
     say = progress or (lambda _line: None)
     owned = sandbox is None
     if sandbox is None:

@@ -29,7 +29,7 @@ from typing import Any
 
 from codea1_env.sandbox.base import Sandbox
 
-__all__ = ["EvalSettings", "LoadedPolicy", "PolicyLike", "load_policy"]
+__all__ = ["EvalSettings", "LoadedPolicy", "PolicyLike", "check_policy_spec", "load_policy"]
 
 PolicyLike = Any
 """Anything with ``act(observations, infos) -> list[str]``."""
@@ -101,6 +101,57 @@ class EvalSettings:
             raise ValueError("test_k must be >= 1 and n_candidates >= 0")
 
 
+_SCRIPTED = ("gt", "mutant", "boundary", "random", "trivial")
+
+
+def check_policy_spec(spec: str) -> None:
+    """Check a policy spec's form without loading anything (so a bad one fails before work).
+
+    Raises:
+        ValueError: the spec is malformed, or names a ``checkpoint:`` directory that does not
+            exist; the message names it and the accepted forms.
+
+    """
+    _, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
+    kind, _, arg = body.partition(":")
+    if kind == "scripted":
+        which, _, param = arg.partition(":")
+        if which not in _SCRIPTED:
+            raise ValueError(
+                f"policy {spec!r}: unknown scripted policy {which!r}; expected gt, mutant[:P], "
+                "boundary, random, trivial"
+            )
+        if param and which != "mutant":
+            raise ValueError(f"policy {spec!r}: scripted:{which} takes no parameter")
+        if param:
+            try:
+                p = float(param)
+            except ValueError:
+                p = float("nan")
+            if not 0.0 <= p <= 1.0:
+                raise ValueError(f"policy {spec!r}: P of scripted:mutant:P must be in [0, 1]")
+        return
+    if kind == "checkpoint":
+        if not arg:
+            raise ValueError(f"policy {spec!r}: expected checkpoint:RUN_DIR")
+        if not Path(arg).is_dir():
+            raise ValueError(f"policy {spec!r}: no directory {arg}")
+        return
+    if kind == "hf":
+        if not arg:
+            raise ValueError(f"policy {spec!r}: expected hf:PATH")
+        return
+    if kind == "http":
+        url, _, model = arg.partition("#")
+        if not url.startswith(("http://", "https://")) or not model:
+            raise ValueError(f"policy {spec!r}: expected http:BASE_URL#MODEL (http:// or https://)")
+        return
+    raise ValueError(
+        f"unknown policy spec {spec!r}; expected scripted:gt|mutant[:P]|boundary|random|trivial, "
+        "checkpoint:RUN_DIR, hf:PATH or http:URL#MODEL (optionally NAME=SPEC)"
+    )
+
+
 def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPolicy:
     """Build the policy described by ``spec`` (see the module docstring).
 
@@ -108,6 +159,7 @@ def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPo
         ValueError: an unknown spec, with the accepted forms.
 
     """
+    check_policy_spec(spec)
     name, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
     name = name or body
     kind, _, arg = body.partition(":")

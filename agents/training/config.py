@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tempfile
 import typing
 from collections.abc import Mapping
@@ -43,6 +44,7 @@ from agents.training.config_flags import add_config_arguments, config_from_args
 from agents.training.config_sections import (
     NestedField,
     build_section,
+    check_top_level_type,
     check_type,
     dotted_keys,
     field_docs,
@@ -50,9 +52,11 @@ from agents.training.config_sections import (
     merge_config_dicts,
     nest_flat_keys,
     nested_fields,
+    top_level_hints,
 )
 from agents.training.presets import PRESETS
 from codea1_env.sandbox.base import Limits
+from codea1_env.sandbox.factory import BACKENDS as SANDBOX_BACKENDS
 from codea1_env.stability import StabilityOptions
 
 __all__ = [
@@ -72,6 +76,9 @@ __all__ = [
     "nest_flat_keys",
     "nested_fields",
 ]
+
+_DEVICE = re.compile(r"auto|[a-z]+(:\d+)?")
+"""A device spec's form; whether torch knows and has it is checked when the trainer starts."""
 
 Mode = Literal["code-a1", "golden", "self-play"]
 """Training modes: Code-A1 (two models), Golden Tests baseline, Self-Play baseline."""
@@ -364,6 +371,8 @@ class TrainConfig:
             ValueError: an unknown field of a section, or a bad value (named).
 
         """
+        for name in top_level_hints():
+            check_top_level_type(name, getattr(self, name))
         self.limits = build_section(Limits, self.limits, "limits")
         self.stability = build_section(StabilityOptions, self.stability, "stability")
         self.lora_target_modules = tuple(self.lora_target_modules)
@@ -448,7 +457,28 @@ class TrainConfig:
             ("checkpoint_every", self.checkpoint_every >= 1, ">= 1"),
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),
+            ("adam_betas", all(0 <= b < 1 for b in self.adam_betas), "two numbers in [0, 1)"),
+            ("num_threads", self.num_threads is None or self.num_threads >= 1, ">= 1 or null"),
+            (
+                "sandbox_workers",
+                self.sandbox_workers is None or self.sandbox_workers >= 1,
+                ">= 1 or null",
+            ),
+            ("sandbox", self.sandbox in SANDBOX_BACKENDS, f"one of {SANDBOX_BACKENDS}"),
+            ("device", _DEVICE.fullmatch(self.device) is not None, "auto, cpu, cuda[:N], ..."),
         ]
+        for role in ("coder", "tester"):
+            top_p, temperature = f"{role}_top_p", f"{role}_temperature"
+            checks.append(
+                (top_p, getattr(self, top_p) is None or 0 < getattr(self, top_p) <= 1, "in (0, 1]")
+            )
+            checks.append(
+                (
+                    temperature,
+                    getattr(self, temperature) is None or getattr(self, temperature) > 0,
+                    "> 0 or null",
+                )
+            )
         limits = self.limits
         checks += [
             (f"limits.{name}", getattr(limits, name) > 0, "> 0")

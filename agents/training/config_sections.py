@@ -65,6 +65,47 @@ def field_docs(cls: type | None = None) -> dict[str, str]:
 
 
 @functools.cache
+def top_level_hints() -> dict[str, Any]:
+    """The annotation of every :class:`TrainConfig` field that is not a section, in field order."""
+    from agents.training.config import TrainConfig
+
+    hints = typing.get_type_hints(TrainConfig)
+    return {
+        f.name: hints[f.name]
+        for f in dataclasses.fields(TrainConfig)
+        if not (isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name]))
+    }
+
+
+def check_top_level_type(name: str, value: Any) -> None:
+    """Reject a top-level field's value that does not fit its annotation (``bool`` is no int).
+
+    A tuple field takes a list or tuple whose items fit (``tuple[float, float]``: exactly two).
+
+    Raises:
+        ValueError: ``TrainConfig.<name> = <value> is invalid: expected <type>``.
+
+    """
+    hint = top_level_hints()[name]
+    ok = type_ok(value, hint)
+    if ok and value is not None:
+        base = hint if typing.get_origin(hint) is tuple else None
+        if base is None and type(None) in typing.get_args(hint):
+            inner = optional_base(typing.get_args(hint))
+            base = inner if typing.get_origin(inner) is tuple else None
+        if base is not None:
+            items = typing.get_args(base)
+            if len(items) == 2 and items[1] is Ellipsis:
+                ok = all(type_ok(v, items[0]) for v in value)
+            else:
+                ok = len(value) == len(items) and all(
+                    type_ok(v, h) for v, h in zip(value, items, strict=True)
+                )
+    if not ok:
+        raise ValueError(f"TrainConfig.{name} = {value!r} is invalid: expected {describe(hint)}")
+
+
+@functools.cache
 def literal_choices() -> dict[str, tuple[Any, ...]]:
     """The allowed values of every ``Literal``-typed :class:`TrainConfig` field, in field order.
 
@@ -284,6 +325,10 @@ def describe(hint: Any) -> str:
         return f"one of {args}"
     if type(None) in args:
         return f"{describe(optional_base(args))} or null"
+    if typing.get_origin(hint) is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"a list of {describe(args[0])}"
+        return f"a list [{', '.join(describe(a) for a in args)}]"
     return getattr(hint, "__name__", str(hint))
 
 

@@ -197,6 +197,11 @@ class Trainer:
             )
         self.run_dir = Path(run_dir) if run_dir is not None else resolve_run_dir(config)
         self.run_dir = Path(self.dist.broadcast(str(self.run_dir)))
+        early_source = None
+        if latest_checkpoint(self.run_dir) is None:  # a new run: check the input, then write
+            _check_device(config.device)
+            if train_source is None:
+                early_source = resolve_source(config.problems)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint = latest_checkpoint(self.run_dir)
         saved = self.run_dir / "config.json"
@@ -219,7 +224,12 @@ class Trainer:
         self.before: dict[str, float] = {}
 
         # --- problems --------------------------------------------------------------------------
-        source = train_source if train_source is not None else resolve_source(config.problems)
+        if train_source is not None:
+            source = train_source
+        elif early_source is not None and self.checkpoint is None:  # the config was not merged
+            source = early_source
+        else:
+            source = resolve_source(config.problems)
         self.eval_problems: list[Problem] = list(eval_problems or [])
         if config.eval_before_after and eval_problems is None:
             self.eval_problems = heldout_problems(config)
@@ -644,6 +654,16 @@ class Trainer:
                 self.mistake_book.close()
         if self._owns_dist:
             self.dist.shutdown()
+
+
+def _check_device(spec: str) -> None:
+    """Raise ``ValueError`` naming ``device`` when torch cannot parse or use the device spec."""
+    try:
+        device = resolve_device(spec)
+    except RuntimeError as exc:
+        raise ValueError(f"device: {spec!r} is not a torch device ({exc})") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {spec!r}, but torch sees no CUDA device here")
 
 
 def _silent(message: str) -> None:
