@@ -150,3 +150,14 @@ def test_serve_reward_with_a_damaged_mistake_book(
     book.write_bytes(b"not a database" * 100)
     err = _fails(["serve-reward", "--port", "0", "--mistake-book", str(book)], capsys)
     assert "book.db: file is not a database" in err
+
+
+def test_the_traceback_on_request_and_where_it_was_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = ["duel", "--source", f"jsonl:{DATA / 'bad_json.jsonl'}"]
+    err = _fails(argv, capsys)
+    assert "raised at codea1_env/problems/jsonl.py:" in err
+    monkeypatch.setenv("CODEA1_TRACEBACK", "1")
+    assert main(argv) == 2
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

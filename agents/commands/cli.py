@@ -83,10 +83,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(
             f"codea1 {args.command}: error: {type(exc).__name__}: {message}\n"
-            f"(set {TRACEBACK_ENV}=1 for the traceback)",
+            f"({_where(exc)}set {TRACEBACK_ENV}=1 for the traceback)",
             file=sys.stderr,
         )
         return 2
+
+
+def _where(exc: BaseException) -> str:
+    """``raised at PATH:LINE; ``: the innermost frame in codea1's own code, for a bug report."""
+    roots = tuple(
+        os.path.dirname(os.path.abspath(m.__file__ or "")) + os.sep
+        for m in (sys.modules.get("agents"), sys.modules.get("codea1_env"))
+        if m is not None
+    )
+    ours = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(roots)]
+    if not ours:
+        return ""
+    top = os.path.dirname(roots[0].rstrip(os.sep))
+    return f"raised at {os.path.relpath(ours[-1].filename, top)}:{ours[-1].lineno}; "
 
 
 if __name__ == "__main__":
