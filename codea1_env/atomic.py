@@ -26,16 +26,39 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it, racing threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def _mode_for(target: Path) -> int:
+    """The mode the new file gets: the old file's, or what ``open()`` would give a new one."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     """Open a temporary file beside ``path`` for text; on success fsync and rename it over.
 
-    On any exception the temporary file is removed and ``path`` is left untouched.
+    The file keeps the mode of the one it replaces (a new one gets ``open()``'s, not the
+    temporary file's 0600). On any exception the temporary file is removed and ``path`` is left
+    untouched.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             yield handle
             handle.flush()

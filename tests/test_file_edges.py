@@ -88,3 +88,23 @@ def test_a_damaged_checkpoint_file_is_named(tmp_path: Path, damage: str) -> None
         load_checkpoint_file(path, map_location="cpu")
     with pytest.raises(FileNotFoundError, match=r"nope\.pt is missing"):
         load_checkpoint_file(tmp_path / "nope.pt")
+
+
+def test_atomic_writes_give_files_the_mode_open_would(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from codea1_env.atomic import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.json"
+        write_text_atomic(new, "{}")
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644  # not mkstemp's 0600
+        kept = tmp_path / "kept.json"
+        kept.write_text("{}")
+        kept.chmod(0o640)
+        write_text_atomic(kept, "[]")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "[]"
+    finally:
+        os.umask(old)

@@ -33,7 +33,6 @@ import dataclasses
 import json
 import os
 import re
-import tempfile
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from agents.training.config_sections import (
     top_level_hints,
 )
 from agents.training.presets import PRESETS
+from codea1_env.atomic import write_text_atomic
 from codea1_env.sandbox.base import Limits
 from codea1_env.sandbox.factory import BACKENDS as SANDBOX_BACKENDS
 from codea1_env.stability import StabilityOptions
@@ -566,16 +566,8 @@ class TrainConfig:
         return cls(**values)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the config as JSON, atomically (temp file + fsync + rename)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".config.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(self.to_dict(), fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        """Write the config as JSON, atomically (:func:`codea1_env.atomic.write_text_atomic`)."""
+        write_text_atomic(path, json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> TrainConfig:
