@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.integrations.options import MODES, OPPONENTS
+from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
 from codea1_env.envs.duel_env import duel_info
 from codea1_env.game.duel import (
     MAX_ACTION_CHARS,
@@ -58,7 +59,9 @@ __all__ = [
     "RewardCore",
     "Row",
     "TesterRow",
+    "coder_prompt",
     "gt_suite",
+    "tester_prompt",
 ]
 
 
@@ -182,6 +185,30 @@ class GridResult:
     gt_pass_rates: tuple[float, ...]
     pairs: tuple[tuple[PairResult, ...], ...]
     code_infos: tuple[dict[str, Any] | None, ...] = ()
+
+
+def coder_prompt(problem: Problem, template: str = CODER_PROMPT) -> str:
+    """The coder's prompt for ``problem``, rendered from the env's observation (every adapter)."""
+    return PromptTemplate(template).render_observation(observe(Duel(problem)))
+
+
+def tester_prompt(
+    problem: Problem, code: str, template: str = TESTER_PROMPT, num_tests: int = 8
+) -> str:
+    """The tester's prompt for a frozen coder answer (white-box), as the env shows it.
+
+    Args:
+        problem: The problem.
+        code: The frozen coder's answer (its python block is extracted, as ``Duel.play_code``
+            does).
+        template: The tester prompt (``{prompt}``, ``{entry_point}``, ``{code}``,
+            ``{num_tests}``).
+        num_tests: How many asserts the prompt asks for.
+
+    """
+    duel = Duel(problem)
+    duel.play_code(code)
+    return PromptTemplate(template).render_observation(observe(duel), num_tests)
 
 
 @dataclass

@@ -48,10 +48,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "agents.integrations.skyrl needs SkyRL-gym: pip install 'codea1[skyrl]' (skyrl-gym>=0.4)"
     ) from exc
 
-from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
-from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
-from codea1_env.game.duel import Duel
-from codea1_env.game.spaces import observe
+from agents.integrations.core import (
+    CoderRow,
+    PairResult,
+    RequestError,
+    RewardCore,
+    TesterRow,
+    coder_prompt,
+    tester_prompt,
+)
 
 __all__ = [
     "CODER_ENV_ID",
@@ -228,8 +233,7 @@ class CoderTextEnv(_DuelTextEnv):
     role = "coder"
 
     def _default_prompt(self) -> str:
-        obs = observe(Duel(self.problem))
-        return PromptTemplate(CODER_PROMPT).render_observation(obs)
+        return coder_prompt(self.problem)
 
     def _row(self, action: str) -> CoderRow:
         return CoderRow(self.problem, action)
@@ -251,10 +255,7 @@ class TesterTextEnv(_DuelTextEnv):
         self.frozen_code = code
 
     def _default_prompt(self) -> str:
-        duel = Duel(self.problem)
-        duel.play_code(self.frozen_code)
-        obs = observe(duel)
-        return PromptTemplate(TESTER_PROMPT).render_observation(obs, self.core_num_tests)
+        return tester_prompt(self.problem, self.frozen_code, num_tests=self.core_num_tests)
 
     @property
     def core_num_tests(self) -> int:

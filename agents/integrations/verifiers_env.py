@@ -56,10 +56,8 @@ from verifiers.v1.harnesses.utils.launch import CHAT_PROGRAM_SOURCE, launch_chat
 from verifiers.v1.runtimes import ProgramResult, Runtime
 from verifiers.v1.runtimes.subprocess import SubprocessRuntime
 
+from agents.integrations import core
 from agents.integrations.core import PairResult, RewardCore, TesterRow
-from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
-from codea1_env.game.duel import Duel
-from codea1_env.game.spaces import observe
 from codea1_env.problems import Problem, problem_from_dict, problem_to_dict
 
 __all__ = [
@@ -129,14 +127,12 @@ class DuelTaskset(vf.Taskset[DuelTask, DuelTasksetConfig]):
 
 def coder_prompt(problem: Problem) -> str:
     """The coder's prompt, as codea1's trainer and adapters render it."""
-    return PromptTemplate(CODER_PROMPT).render_observation(observe(Duel(problem)))
+    return core.coder_prompt(problem)
 
 
 def tester_prompt(problem: Problem, code_answer: str, num_tests: int = 8) -> str:
     """The tester's prompt: the problem and the code extracted from the coder's answer."""
-    duel = Duel(problem)
-    duel.play_code(code_answer)
-    return PromptTemplate(TESTER_PROMPT).render_observation(observe(duel), num_tests)
+    return core.tester_prompt(problem, code_answer, num_tests=num_tests)
 
 
 # ---------------------------------------------------------------------- harness

@@ -17,7 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT, PromptTemplate
+from agents.integrations.core import coder_prompt, tester_prompt
+from agents.players.prompts import CODER_PROMPT, TESTER_PROMPT
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems import Problem, problem_to_dict
@@ -45,29 +46,6 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
   server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
   sampled once, when the file is written, with codea1's coder prompt.
 """
-
-
-def _coder_prompt(problem: Problem, template: str) -> str:
-    return PromptTemplate(template).render_observation(observe(Duel(problem)))
-
-
-def tester_prompt(
-    problem: Problem, code: str, template: str = TESTER_PROMPT, num_tests: int = 8
-) -> str:
-    """The tester's prompt for a frozen coder answer (white-box), as the env shows it.
-
-    Args:
-        problem: The problem.
-        code: The frozen coder's answer (its python block is extracted, as ``Duel.play_code``
-            does).
-        template: The tester prompt (``{prompt}``, ``{entry_point}``, ``{code}``,
-            ``{num_tests}``).
-        num_tests: How many asserts the prompt asks for.
-
-    """
-    duel = Duel(problem)
-    duel.play_code(code)
-    return PromptTemplate(template).render_observation(observe(duel), num_tests)
 
 
 def _problems(source: Any, limit: int | None) -> tuple[Any, str, list[str]]:
@@ -148,7 +126,7 @@ def build_rows(
     for index, task_id in enumerate(ids):
         problem = problems_source[task_id]
         extra = {"split": split, "index": index, "task_id": problem.task_id, "role": "coder"}
-        content = _coder_prompt(problem, template)
+        content = coder_prompt(problem, template)
         rows.append(_verl_row(name, content, _truth(problem, ground_truth), extra, env_class))
     return rows
 
