@@ -105,6 +105,20 @@ def test_pettingzoo_loop_delivers_both_rewards(sandbox):
     assert totals == {"coder": 0.0, "tester": pytest.approx(0.125)}
 
 
+def test_pettingzoo_step_before_reset_and_after_the_end_says_call_reset(sandbox):
+    env = codea1_env.pettingzoo_env(sandbox=sandbox)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(CODES[1])
+    env.reset(seed=0, options={"problem": PROBLEM})
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last()
+        env.step(
+            None if terminated or truncated else {"coder": CODES[1], "tester": SUITES[0]}[agent]
+        )
+    with pytest.raises(RuntimeError, match="the duel is over; call reset"):
+        env.step(SUITES[0])
+
+
 @pytest.mark.parametrize("env_id", ["CodeTestDuel-Coder-v0", "CodeTestDuel-Tester-v0"])
 def test_single_role_envs_pass_check_env(sandbox, env_id):
     # built directly (no spec), since check_env's close check deep-copies the spec's kwargs

@@ -40,8 +40,10 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
 
     ``Text`` over printable ASCII (``max_length`` = ``max_action_chars``). Any string is a legal
     move; a move that cannot score (empty, undecodable bytes, longer than ``max_action_chars``,
-    no code, syntax errors, no parsable ``assert``) scores 0 and ``info["reasons"]`` says why.
-    The env never raises on a policy's text.
+    no code, syntax errors, no parsable ``assert``) scores 0 and ``info["reasons"]`` says why,
+    except that a tester's reward also loses the share of its text's characters outside
+    ``string.printable``, whether or not it scored (the authors' rule 7, docs/deviations.md): a
+    tester text of CJK characters only scores -1. The env never raises on a policy's text.
 
     ## Observation Space
 

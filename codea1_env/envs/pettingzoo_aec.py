@@ -121,13 +121,20 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         self.agent_selection = self._selector.reset()
 
     def step(self, action: Any) -> None:
-        """Play the selected agent's move (``None`` for an agent that is done)."""
+        """Play the selected agent's move (``None`` for an agent that is done).
+
+        Raises:
+            RuntimeError: before :meth:`reset`, or once every agent has left a finished duel.
+
+        """
+        if self._duel is None:
+            raise RuntimeError("CodeTestDuelAEC: call reset() before step()")
+        if not self.agents:
+            raise RuntimeError("CodeTestDuelAEC: the duel is over; call reset()")
         agent = self.agent_selection
         if self.terminations.get(agent) or self.truncations.get(agent):
             self._was_dead_step(action)
             return
-        if self._duel is None:
-            raise RuntimeError("CodeTestDuelAEC: call reset() before step()")
         self._cumulative_rewards[agent] = 0.0
         if agent == "coder":
             self.host.play_code(self._duel, action, self.max_action_chars)  # a fixed tester answers
