@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,8 @@ class SqliteMistakeBook(MistakeBook):
             unknown schema version, other tables, or an ``entries`` table of another shape).
         sqlite3.DatabaseError: the file is not a SQLite database, is damaged, or cannot be
             opened or written (a directory, a read-only file); the message names the file.
+            A SQLite error of any later call (a damaged page found on reading, a lock
+            timeout) names the file too.
 
     """
 
@@ -107,6 +111,8 @@ class SqliteMistakeBook(MistakeBook):
         except sqlite3.Error as exc:
             conn.close()
             self._conn = None
+            if str(self.path) in str(exc):  # named already (by _file_named, or the WAL check)
+                raise
             raise _named(exc, self.path) from exc
         except BaseException:
             conn.close()
@@ -121,12 +127,21 @@ class SqliteMistakeBook(MistakeBook):
             raise ValueError(f"mistake book {self.path} is closed")
         return self._conn
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._connection(), self._lock)
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Cursor]:
+        """One ``BEGIN IMMEDIATE`` transaction; a SQLite error in it names the file."""
+        with _file_named(self.path), _Transaction(self._connection(), self._lock) as cur:
+            yield cur
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the thread lock; a SQLite error while reading names the file."""
+        with _file_named(self.path), self._lock:
+            yield self._connection()
 
     def _ranked(self, problem_id: str, limit: int | None) -> list[tuple[str, str, int]]:
-        with self._lock:
-            rows = self._connection().execute(
+        with self._reading() as conn:
+            rows = conn.execute(
                 "SELECT call, expected, frequency FROM entries WHERE problem_id = ? "
                 "ORDER BY frequency DESC, id LIMIT ?",
                 (problem_id, -1 if limit is None else limit),
@@ -177,8 +192,7 @@ class SqliteMistakeBook(MistakeBook):
 
     def size(self, problem_id: str | None = None) -> int:
         """Return the number of entries for ``problem_id``, or in the whole book when None."""
-        with self._lock:
-            conn = self._connection()
+        with self._reading() as conn:
             if problem_id is None:
                 row = conn.execute("SELECT COUNT(*) FROM entries").fetchone()
             else:
@@ -189,10 +203,8 @@ class SqliteMistakeBook(MistakeBook):
 
     def problems(self) -> list[str]:
         """Return the ids of the problems that have entries, sorted."""
-        with self._lock:
-            rows = self._connection().execute(
-                "SELECT DISTINCT problem_id FROM entries ORDER BY problem_id"
-            )
+        with self._reading() as conn:
+            rows = conn.execute("SELECT DISTINCT problem_id FROM entries ORDER BY problem_id")
             return [str(r[0]) for r in rows.fetchall()]
 
     def clear(self) -> None:
@@ -202,8 +214,8 @@ class SqliteMistakeBook(MistakeBook):
 
     def integrity_check(self) -> str:
         """Return SQLite's ``PRAGMA integrity_check`` verdict (``"ok"`` when healthy)."""
-        with self._lock:
-            rows = self._connection().execute("PRAGMA integrity_check").fetchall()
+        with self._reading() as conn:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
             return "\n".join(str(r[0]) for r in rows)
 
     def close(self) -> None:
@@ -233,6 +245,17 @@ def _check_schema(cur: sqlite3.Cursor, path: Path) -> None:
         raise ValueError(
             f"{path}: not a mistake book of this codea1 ({found}; expected {list(_COLUMNS)})"
         )
+
+
+@contextmanager
+def _file_named(path: Path) -> Iterator[None]:
+    """Re-raise a SQLite error (a page found damaged, a lock timeout) with ``path`` in it."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if str(path) in str(exc):
+            raise
+        raise _named(exc, path) from exc
 
 
 def _named(exc: sqlite3.Error, path: Path) -> sqlite3.Error:
