@@ -4,6 +4,8 @@ no traceback, and nothing written before the input was checked."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,12 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["eval", "--policy", "scripted:gt", "--problems", "0"], "--problems: expected"),
         (["serve-reward", "--port", "70000"], "--port: expected a port"),
         (["serve-reward", "--workers", "0"], "--workers: expected an integer >= 1"),
+        (["serve-reward", "--batch-window-ms", "nan"], "--batch-window-ms: expected a number"),
+        (["serve-reward", "--batch-window-ms", "-5"], "--batch-window-ms: expected a number"),
+        (["eval", "--policy", "scripted:gt", "--temperature", "-1"], "--temperature: expected"),
+        (["eval", "--policy", "scripted:gt", "--top-p", "5"], "--top-p: expected a number in"),
+        (["eval", "--policy", "scripted:gt", "--top-p", "0"], "--top-p: expected a number in"),
+        (["report", "run", "--duels", "-1"], "--duels: expected an integer >= 0"),
     ],
 )
 def test_bad_numbers_are_refused_by_the_parser(
@@ -69,6 +77,7 @@ def test_missing_and_damaged_problem_files(
         ("nosuch:x", "unknown policy spec 'nosuch:x'"),
         ("http:notaurl", "expected http:BASE_URL#MODEL"),
         ("checkpoint:/nonexistent/run", "no directory /nonexistent/run"),
+        ("hf:/nonexistent/model", "no model directory /nonexistent/model"),
     ],
 )
 def test_every_policy_spec_is_checked_before_any_work(
@@ -109,6 +118,8 @@ def test_duel_json_into_a_directory_is_refused_before_playing(
         ({"lora_target_modules": "q_proj"}, "expected a list of str"),
         ({"num_threads": -1}, "TrainConfig.num_threads"),
         ({"device": "cuda:x"}, "TrainConfig.device"),
+        ({"device": "tpu"}, "TrainConfig.device = 'tpu' is invalid"),
+        ({"device": "meta"}, "TrainConfig.device = 'meta' is invalid"),
         ({"sandbox": "nosuch"}, "TrainConfig.sandbox"),
         ({"coder_top_p": 0}, "TrainConfig.coder_top_p"),
         ({"sandbox_workers": 0}, "TrainConfig.sandbox_workers"),
@@ -119,12 +130,53 @@ def test_config_files_with_wrong_types_or_values_name_the_field(
 ) -> None:
     config = tmp_path / "config.json"
     config.write_text(json.dumps(fields))
-    assert says in _fails(["train", "--config", str(config), "--print-config"], capsys)
+    err = _fails(["train", "--config", str(config), "--print-config"], capsys)
+    assert says in err and err.startswith("codea1 train: error: ")
 
 
 def test_a_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = _fails(["train", "--config", str(tmp_path / "nosuch.json"), "--print-config"], capsys)
-    assert "nosuch.json" in err
+    assert "nosuch.json" in err and err.startswith("codea1 train: error: ")
+
+
+def test_a_bad_device_flag_is_refused_before_printing_the_config(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = _fails(["train", "--preset", "nano", "--device", "tpu", "--print-config"], capsys)
+    assert "TrainConfig.device = 'tpu'" in err
+    assert capsys.readouterr().out == ""
+
+
+def test_candidates_spec_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "results"
+    argv = ["eval", "--policy", "scripted:gt", "--candidates", "nosuch:x", "--out", str(out)]
+    err = _fails(argv, capsys)
+    assert "--candidates: unknown policy spec 'nosuch:x'" in err
+    assert not out.exists()
+
+
+def test_output_under_a_file_is_refused_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("keep me")
+    err = _fails(["duel", "--episodes", "1", "--json", str(blocker / "rows.json")], capsys)
+    assert f"{blocker} is not a directory" in err
+    assert "duels:" not in capsys.readouterr().out  # no result printed, then lost
+    err = _fails(["eval", "--policy", "scripted:gt", "--out", str(blocker / "sub")], capsys)
+    assert "--out" in err and f"{blocker} is not a directory" in err and "evaluating" not in err
+    assert blocker.read_text() == "keep me"
+
+
+def test_evaluate_policies_checks_sampling_settings_first() -> None:
+    from agents.evaluation.evaluate import EvalSettings, evaluate_policies
+
+    with pytest.raises(ValueError, match="temperature must be >= 0"):
+        evaluate_policies(["scripted:gt"], [], EvalSettings(temperature=-1.0))
+    with pytest.raises(ValueError, match=r"top_p in \(0, 1\]"):
+        evaluate_policies(["scripted:gt"], [], EvalSettings(top_p=float("nan")))
 
 
 @pytest.mark.parametrize(
@@ -140,6 +192,61 @@ def test_train_checks_its_input_before_writing_the_run_directory(
     run_dir = tmp_path / "run"
     err = _fails(["train", "--preset", "nano", "--output-dir", str(run_dir), *flags], capsys)
     assert "codea1 train: error:" in err
+    assert not run_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("model", "says"),
+    [
+        ("/nonexistent/model", "coder_model: '/nonexistent/model': no model directory"),
+        ("builtin:huge", "coder_model: 'builtin:huge' is not a built-in model"),
+        (str(DATA / "bad_json.jsonl"), "is a file, not a model directory"),
+    ],
+)
+def test_train_checks_the_model_spec_before_writing_the_run_directory(
+    model: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    argv = ["train", "--preset", "nano", "--output-dir", str(run_dir), "--coder-model", model]
+    assert says in _fails(argv, capsys)
+    assert not run_dir.exists()
+
+
+def test_a_resume_checks_its_input_before_rewriting_config_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agents.training.checkpoint import COMPLETE_MARKER
+    from agents.training.config import from_preset
+
+    run_dir = tmp_path / "run"
+    step = run_dir / "checkpoints" / "step_1"
+    step.mkdir(parents=True)
+    (step / COMPLETE_MARKER).write_text("")
+    missing = tmp_path / "gone.jsonl"  # the run's problem file, deleted since
+    from_preset("nano", output_dir=str(run_dir), problems=f"jsonl:{missing}").save(
+        run_dir / "config.json"
+    )
+    before = (run_dir / "config.json").read_bytes()
+    argv = ["train", "--preset", "nano", "--output-dir", str(run_dir), "--steps", "7"]
+    err = _fails(argv, capsys)
+    assert "gone.jsonl" in err
+    assert (run_dir / "config.json").read_bytes() == before
+
+
+def test_the_installed_command_line_answers_in_one_line(tmp_path: Path) -> None:
+    """A real process: exit status 2, the argparse-style line, no traceback, nothing written."""
+    run_dir = tmp_path / "run"
+    argv = ["train", "--preset", "nano", "--output-dir", str(run_dir), "--device", "cuda:x"]
+    done = subprocess.run(
+        [sys.executable, "-m", "agents.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("codea1 train: error: TrainConfig.device = 'cuda:x'")
+    assert "Traceback" not in done.stderr
     assert not run_dir.exists()
 
 

@@ -15,10 +15,9 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from agents.commands.argtypes import positive_int, probability
+from agents.commands.argtypes import check_output, positive_int, probability
 
 __all__ = ["add_arguments", "play", "run"]
 
@@ -173,8 +172,8 @@ def summary(rows: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 duel``."""
-    if args.json and Path(args.json).is_dir():
-        raise IsADirectoryError(f"--json {args.json}: is a directory")
+    if args.json:
+        check_output("--json", args.json, directory=False)  # before the duels, not after
     started = time.perf_counter()
     rows = play(
         args.episodes,

@@ -17,9 +17,14 @@ import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 
-from agents.commands.argtypes import nonnegative_int, positive_int
+from agents.commands.argtypes import (
+    check_output,
+    nonnegative_int,
+    positive_int,
+    temperature,
+    top_p,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -61,8 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--test-k", type=positive_int, default=5, help="k of validity@k and mut@k (5)"
     )
-    parser.add_argument("--temperature", type=float, default=0.7, help="LM sampling temperature")
-    parser.add_argument("--top-p", type=float, default=0.95, help="LM nucleus sampling")
+    parser.add_argument(
+        "--temperature", type=temperature, default=0.7, help="LM sampling temperature (0: greedy)"
+    )
+    parser.add_argument("--top-p", type=top_p, default=0.95, help="LM nucleus sampling, in (0, 1]")
     parser.add_argument("--seed", type=int, default=0, help="seed of every sampler")
     parser.add_argument(
         "--candidates",
@@ -94,11 +101,14 @@ def run(args: argparse.Namespace) -> int:
     from codea1_env.atomic import write_text_atomic
 
     try:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {out}: exists and is not a directory")
+        out = check_output("--out", args.out, directory=True)
         for spec in args.policy:
             check_policy_spec(spec)
+        if args.n_candidates:
+            try:
+                check_policy_spec(args.candidates)
+            except ValueError as exc:
+                raise ValueError(f"--candidates: {exc}") from None
         settings = EvalSettings(
             samples=args.samples,
             ks=tuple(args.k),

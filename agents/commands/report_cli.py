@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agents.commands.argtypes import nonnegative_int
 from agents.evaluation.report import DEFAULT_SMOOTHING
 
 
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="output directory (default RUN_DIR/report)")
     parser.add_argument(
         "--duels",
-        type=int,
+        type=nonnegative_int,
         default=4,
         help="example duels to play with the latest checkpoint when the run recorded none "
         "(0: none; default 4)",
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         page = write_report(args.run_dir, args.out, duels=args.duels, smoothing=args.smoothing)
     except FileNotFoundError as exc:
-        print(f"codea1 report: {exc}", file=sys.stderr)
+        print(f"codea1 report: error: {exc}", file=sys.stderr)
         return 2
     flags = monitor_flags(load_run(args.run_dir).rows)
     print(f"wrote {page} and {len(list(page.parent.glob('*.png')))} plots in {page.parent}")

@@ -18,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from agents.commands.argtypes import port, positive_int, probability
+from agents.commands.argtypes import nonnegative_float, port, positive_int, probability
 
 __all__ = ["add_arguments", "run"]
 
@@ -66,7 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-batch", type=positive_int, default=256, help="most rows per sandbox call"
     )
     parser.add_argument(
-        "--batch-window-ms", type=float, default=5.0, help="wait for more requests (ms)"
+        "--batch-window-ms",
+        type=nonnegative_float,
+        default=5.0,
+        help="wait for more requests (ms, >= 0)",
     )
     parser.add_argument(
         "--max-queue", type=positive_int, default=1024, help="queued requests before 503"

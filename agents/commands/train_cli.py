@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
     except (ValueError, OSError) as exc:  # a bad value, or a --config file that cannot be read
-        print(f"codea1 train: {exc}", file=sys.stderr)
+        print(f"codea1 train: error: {exc}", file=sys.stderr)
         return 2
     if getattr(args, "print_config", False):
         import json

@@ -181,11 +181,20 @@ def evaluate_policies(
         One dict per spec: ``name``, ``spec``, ``roles``, ``code`` (metrics or None),
         ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows.
 
+    Raises:
+        ValueError: a bad policy or candidates spec, or a sampling setting out of range, found
+            before any work starts.
+
     """
     from codea1_env.scoring.referee import Referee
     from codea1_env.scoring.rewards import RewardConfig
 
     settings = settings or EvalSettings()
+    if not settings.temperature >= 0 or not 0 < settings.top_p <= 1:  # also rejects nan
+        raise ValueError(
+            f"temperature must be >= 0 and top_p in (0, 1], got temperature="
+            f"{settings.temperature!r}, top_p={settings.top_p!r}"
+        )
     for spec in (*specs, *([settings.candidates] if settings.n_candidates else [])):
         check_policy_spec(spec)  # every spec, before any work
     say = progress or (lambda _line: None)

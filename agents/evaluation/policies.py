@@ -109,7 +109,8 @@ def check_policy_spec(spec: str) -> None:
 
     Raises:
         ValueError: the spec is malformed, or names a ``checkpoint:`` directory that does not
-            exist; the message names it and the accepted forms.
+            exist, or an ``hf:`` path that is neither a model directory nor a hub id; the
+            message names it and the accepted forms.
 
     """
     _, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
@@ -140,6 +141,11 @@ def check_policy_spec(spec: str) -> None:
     if kind == "hf":
         if not arg:
             raise ValueError(f"policy {spec!r}: expected hf:PATH")
+        from agents.lm.models import model_path_problem
+
+        problem = model_path_problem(arg)
+        if problem:
+            raise ValueError(f"policy {spec!r}: {problem}")
         return
     if kind == "http":
         url, _, model = arg.partition("#")

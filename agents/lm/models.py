@@ -18,6 +18,7 @@ when online, the Hugging Face hub.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TINY_SIZES",
+    "model_path_problem",
     "ModelSize",
     "build_tiny_model",
     "count_parameters",
@@ -64,6 +66,24 @@ TINY_SIZES: dict[str, dict[str, int]] = {
 """Architecture of each tiny size (the rest of the Qwen2 config is shared)."""
 
 _MAX_POSITIONS = 2048
+
+
+_HUB_ID = re.compile(r"(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b")
+"""A Hugging Face hub id's form, ``NAME`` or ``NAMESPACE/NAME`` (``huggingface_hub``'s rule)."""
+
+
+def model_path_problem(spec: str) -> str:
+    """Why ``spec`` cannot name a model to load (``""`` when it can), without loading anything.
+
+    A spec names a model when it is an existing directory or has a hub id's form; whether the hub
+    or its cache holds such an id is known only when it loads.
+    """
+    path = Path(spec)
+    if path.exists():
+        return "" if path.is_dir() else f"{spec} is a file, not a model directory"
+    if ".." in spec or "--" in spec or _HUB_ID.fullmatch(spec) is None:
+        return f"no model directory {spec}, and not a hub id (NAMESPACE/NAME)"
+    return ""
 
 
 def _require_transformers() -> Any:

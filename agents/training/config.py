@@ -60,6 +60,7 @@ from codea1_env.sandbox.factory import BACKENDS as SANDBOX_BACKENDS
 from codea1_env.stability import StabilityOptions
 
 __all__ = [
+    "DEVICE_TYPES",
     "INERT_FIELDS",
     "MODES",
     "GenerationBackend",
@@ -77,8 +78,12 @@ __all__ = [
     "nested_fields",
 ]
 
-_DEVICE = re.compile(r"auto|[a-z]+(:\d+)?")
-"""A device spec's form; whether torch knows and has it is checked when the trainer starts."""
+DEVICE_TYPES: tuple[str, ...] = ("cpu", "cuda", "mps", "xpu", "hpu", "mtia", "xla", "privateuseone")
+"""The ``torch.device`` types a model can train on; ``device`` is ``auto`` or ``TYPE[:INDEX]``."""
+
+_DEVICE = re.compile(rf"auto|(?:{'|'.join(DEVICE_TYPES)})(?::\d+)?")
+"""A device spec's form (``torch.device``'s); whether torch has the device here is checked when
+the trainer starts (without importing torch into the config)."""
 
 Mode = Literal["code-a1", "golden", "self-play"]
 """Training modes: Code-A1 (two models), Golden Tests baseline, Self-Play baseline."""
@@ -110,7 +115,8 @@ class TrainConfig:
     runs_root: str = "runs"
     """Parent of generated run directories (used only when ``output_dir`` is unset)."""
     device: str = "auto"
-    """``auto`` (CUDA when available, else CPU), ``cpu`` or ``cuda[:N]``."""
+    """``auto`` (CUDA when available, else CPU), ``cpu``, ``cuda[:N]``, ``mps`` or another
+    ``torch.device`` type of :data:`DEVICE_TYPES`."""
     num_threads: int | None = None
     """torch CPU threads (``None``: torch's default)."""
     distributed_strategy: Literal["ddp", "fsdp"] = "ddp"
@@ -465,7 +471,11 @@ class TrainConfig:
                 ">= 1 or null",
             ),
             ("sandbox", self.sandbox in SANDBOX_BACKENDS, f"one of {SANDBOX_BACKENDS}"),
-            ("device", _DEVICE.fullmatch(self.device) is not None, "auto, cpu, cuda[:N], ..."),
+            (
+                "device",
+                _DEVICE.fullmatch(self.device) is not None,
+                "auto or TYPE[:N] with TYPE one of " + ", ".join(DEVICE_TYPES),
+            ),
         ]
         for role in ("coder", "tester"):
             top_p, temperature = f"{role}_top_p", f"{role}_temperature"

@@ -197,16 +197,20 @@ class Trainer:
             )
         self.run_dir = Path(run_dir) if run_dir is not None else resolve_run_dir(config)
         self.run_dir = Path(self.dist.broadcast(str(self.run_dir)))
-        early_source = None
-        if latest_checkpoint(self.run_dir) is None:  # a new run: check the input, then write
-            _check_device(config.device)
-            if train_source is None:
-                early_source = resolve_source(config.problems)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.checkpoint = latest_checkpoint(self.run_dir)
         saved = self.run_dir / "config.json"
         if self.checkpoint is not None and saved.is_file():
             config = merge_saved_config(TrainConfig.load(saved), config, self.log)
+        # --- the input, checked before anything is written (the run directory, config.json) ---
+        _check_device(config.device)
+        _check_model_specs(config)
+        if self.checkpoint is None and self.init_from is not None and not self.init_from.is_dir():
+            raise FileNotFoundError(f"init_from: no checkpoint directory {self.init_from}")
+        source = train_source if train_source is not None else resolve_source(config.problems)
+        self.eval_problems: list[Problem] = list(eval_problems or [])
+        if config.eval_before_after and eval_problems is None:
+            self.eval_problems = heldout_problems(config)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.config = config
         self.dist.barrier()  # every rank has read the saved config before rank 0 rewrites it
         if self.dist.is_main:
@@ -222,17 +226,6 @@ class Trainer:
         self.sampler = np.random.default_rng(config.seed)
         self.step_count = 0
         self.before: dict[str, float] = {}
-
-        # --- problems --------------------------------------------------------------------------
-        if train_source is not None:
-            source = train_source
-        elif early_source is not None and self.checkpoint is None:  # the config was not merged
-            source = early_source
-        else:
-            source = resolve_source(config.problems)
-        self.eval_problems: list[Problem] = list(eval_problems or [])
-        if config.eval_before_after and eval_problems is None:
-            self.eval_problems = heldout_problems(config)
 
         # --- players ---------------------------------------------------------------------------
         self.coder, self.tester = build_players(config, self.device, self.dist, self.log)
@@ -664,6 +657,31 @@ def _check_device(spec: str) -> None:
         raise ValueError(f"device: {spec!r} is not a torch device ({exc})") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device: {spec!r}, but torch sees no CUDA device here")
+
+
+def _check_model_specs(config: TrainConfig) -> None:
+    """Raise ``ValueError`` naming the field when a model spec cannot name a model.
+
+    A spec is ``builtin:SIZE`` (a known size), an existing local directory, or a hub id
+    (``NAMESPACE/NAME``; whether the hub or its cache holds it is known only when it loads).
+    """
+    from agents.lm.models import TINY_SIZES, model_path_problem
+    from agents.training.player import BUILTIN_PREFIX
+
+    fields = ["coder_model"] + (["tester_model"] if config.separate_tester else [])
+    for name in fields:
+        spec = getattr(config, name)
+        if spec.startswith(BUILTIN_PREFIX):
+            size = spec[len(BUILTIN_PREFIX) :]
+            if size not in TINY_SIZES:
+                raise ValueError(
+                    f"{name}: {spec!r} is not a built-in model; expected "
+                    + ", ".join(f"{BUILTIN_PREFIX}{s}" for s in sorted(TINY_SIZES))
+                )
+            continue
+        problem = model_path_problem(spec)
+        if problem:
+            raise ValueError(f"{name}: {spec!r}: {problem}")
 
 
 def _silent(message: str) -> None:
