@@ -99,15 +99,6 @@ def test_a_truncated_sqlite_book_names_the_file(tmp_path: Path) -> None:
         SqliteMistakeBook(path)
 
 
-def test_a_sqlite_book_without_its_entries_table_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "v1.db"
-    with sqlite3.connect(path) as conn:
-        conn.execute("PRAGMA user_version = 1")
-    conn.close()
-    with pytest.raises(ValueError, match=r"v1\.db: not a mistake book .*no entries table"):
-        SqliteMistakeBook(path)
-
-
 def test_an_empty_file_still_becomes_a_sqlite_book(tmp_path: Path) -> None:
     path = tmp_path / "empty.db"
     path.write_bytes(b"")

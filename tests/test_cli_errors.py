@@ -153,7 +153,7 @@ def test_candidates_spec_is_named_by_its_flag(
     out = tmp_path / "results"
     argv = ["eval", "--policy", "scripted:gt", "--candidates", "nosuch:x", "--out", str(out)]
     err = _fails(argv, capsys)
-    assert "--candidates: unknown policy spec 'nosuch:x'" in err
+    assert "candidates: unknown policy spec 'nosuch:x'" in err
     assert not out.exists()
 
 

@@ -398,6 +398,12 @@ def test_sqlite_books_refuse_other_databases_and_name_the_file(tmp_path: Path) -
     conn.close()
     with pytest.raises(ValueError, match=r"shaped\.db: not a mistake book of this codea1"):
         SqliteMistakeBook(shaped)
+    tableless = tmp_path / "v1.db"  # says it is a book (version 1) but has no entries table
+    with sqlite3.connect(tableless) as conn:
+        conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with pytest.raises(ValueError, match=r"v1\.db: not a mistake book .*no entries table"):
+        SqliteMistakeBook(tableless)
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(sqlite3.DatabaseError, match=r"garbage\.db: file is not a database"):

@@ -18,7 +18,6 @@ __all__ = [
     "port",
     "positive_int",
     "probability",
-    "temperature",
     "top_p",
 ]
 
@@ -80,14 +79,6 @@ def nonnegative_float(text: str) -> float:
     value = _float(text, "a number >= 0")
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
-
-
-def temperature(text: str) -> float:
-    """A sampling temperature: a finite number >= 0 (0: greedy decoding)."""
-    value = _float(text, "a temperature >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a temperature >= 0, got {text!r}")
     return value
 
 

@@ -20,9 +20,9 @@ import time
 
 from agents.commands.argtypes import (
     check_output,
+    nonnegative_float,
     nonnegative_int,
     positive_int,
-    temperature,
     top_p,
 )
 
@@ -67,7 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--test-k", type=positive_int, default=5, help="k of validity@k and mut@k (5)"
     )
     parser.add_argument(
-        "--temperature", type=temperature, default=0.7, help="LM sampling temperature (0: greedy)"
+        "--temperature",
+        type=nonnegative_float,
+        default=0.7,
+        help="LM sampling temperature (0: greedy)",
     )
     parser.add_argument("--top-p", type=top_p, default=0.95, help="LM nucleus sampling, in (0, 1]")
     parser.add_argument("--seed", type=int, default=0, help="seed of every sampler")
@@ -97,18 +100,10 @@ def run(args: argparse.Namespace) -> int:
         markdown_table,
         select_problems,
     )
-    from agents.evaluation.policies import check_policy_spec
     from codea1_env.atomic import write_text_atomic
 
     try:
         out = check_output("--out", args.out, directory=True)
-        for spec in args.policy:
-            check_policy_spec(spec)
-        if args.n_candidates:
-            try:
-                check_policy_spec(args.candidates)
-            except ValueError as exc:
-                raise ValueError(f"--candidates: {exc}") from None
         settings = EvalSettings(
             samples=args.samples,
             ks=tuple(args.k),

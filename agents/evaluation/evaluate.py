@@ -9,14 +9,15 @@ result per policy with:
   :class:`~codea1_env.scoring.referee.Referee` through :func:`codea1_env.game.duel.judge_grid`
   (``gt_pass_rates``, ``update_book=False``); a sample is correct when it passes every GT test.
   Every policy reads the env's observations (:func:`codea1_env.game.spaces.observe`).
-* **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k, mut@k,
-  discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
-  :class:`~codea1_env.evaluation.SuiteEvaluator`, and next to them the training numbers of the same
-  suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of docs/deviations.md; the
-  evaluator grades through the referee, so these equal what training would give). The tester is
-  shown each problem with its GT program (white-box, as in the paper's test-generation evaluation),
-  LCov@k / BCov@k (line and branch coverage of the GT by each suite's first k kept tests, traced in
-  the sandbox: :mod:`codea1_env.evaluation.coverage`) and UTRL's UT fidelity
+* **test-generation metrics** (policies that can play the tester): validity@k, all-valid@k,
+  mut@k, discrimination, CURE's unit-test accuracy / p01 / p00, and best-of-N, measured by
+  :class:`~codea1_env.evaluation.SuiteEvaluator`, and next to them the training numbers of the
+  same suites (``R_val``, ``n_kept``, ``n_invalid``: the referee's, rule 3 of
+  docs/deviations.md; the evaluator grades through the referee, so these equal what training
+  would give). The tester is
+  shown each problem with its GT program (white-box, as in the paper's test-generation
+  evaluation), LCov@k / BCov@k (line and branch coverage of the GT by each suite's first k kept
+  tests, traced in the sandbox: :mod:`codea1_env.evaluation.coverage`) and UTRL's UT fidelity
   (:mod:`codea1_env.evaluation.fidelity`, over the candidate pool below); its suites are run on the
   GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
   pool for every policy so that testers are compared on the same codes).
@@ -182,20 +183,15 @@ def evaluate_policies(
         ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows.
 
     Raises:
-        ValueError: a bad policy or candidates spec, or a sampling setting out of range, found
-            before any work starts.
+        ValueError: a bad policy spec, found before any work starts (``EvalSettings`` checks
+            its own values, the candidates spec included, when it is made).
 
     """
     from codea1_env.scoring.referee import Referee
     from codea1_env.scoring.rewards import RewardConfig
 
     settings = settings or EvalSettings()
-    if not settings.temperature >= 0 or not 0 < settings.top_p <= 1:  # also rejects nan
-        raise ValueError(
-            f"temperature must be >= 0 and top_p in (0, 1], got temperature="
-            f"{settings.temperature!r}, top_p={settings.top_p!r}"
-        )
-    for spec in (*specs, *([settings.candidates] if settings.n_candidates else [])):
+    for spec in specs:
         check_policy_spec(spec)  # every spec, before any work
     say = progress or (lambda _line: None)
     owned = sandbox is None

@@ -99,6 +99,16 @@ class EvalSettings:
             raise ValueError(f"pass@k needs 1 <= k <= samples ({self.samples}); got k={bad}")
         if self.test_k < 1 or self.n_candidates < 0:
             raise ValueError("test_k must be >= 1 and n_candidates >= 0")
+        if not self.temperature >= 0 or not 0 < self.top_p <= 1:  # also rejects nan
+            raise ValueError(
+                f"temperature must be >= 0 and top_p in (0, 1], got temperature="
+                f"{self.temperature!r}, top_p={self.top_p!r}"
+            )
+        if self.n_candidates:
+            try:
+                check_policy_spec(self.candidates)
+            except ValueError as exc:
+                raise ValueError(f"candidates: {exc}") from None
 
 
 _SCRIPTED = ("gt", "mutant", "boundary", "random", "trivial")

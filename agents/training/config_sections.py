@@ -71,9 +71,7 @@ def top_level_hints() -> dict[str, Any]:
 
     hints = typing.get_type_hints(TrainConfig)
     return {
-        f.name: hints[f.name]
-        for f in dataclasses.fields(TrainConfig)
-        if not (isinstance(hints[f.name], type) and dataclasses.is_dataclass(hints[f.name]))
+        f.name: hints[f.name] for f in dataclasses.fields(TrainConfig) if f.name not in sections()
     }
 
 
