@@ -11,6 +11,7 @@ from codea1_env.problems.problem import IOPair
 from codea1_env.scoring.testcases import (
     EMPTY_REASONS,
     REJECT_REASONS,
+    Rejected,
     TestCase,
     extract_code,
     extract_fenced_blocks,
@@ -246,6 +247,36 @@ def test_max_chars_truncates_at_a_line_break() -> None:
     assert parsed.truncated
     assert len(parsed.code) <= 100 and parsed.code.endswith("== 4")
     assert len(parsed.cases) == len(parsed.code.split("\n"))
+
+
+@pytest.mark.parametrize("inline", ["arguments", "anywhere"])
+def test_a_cut_suite_says_where_it_was_cut(inline: str) -> None:
+    lines = [f"assert f({i}) == {i}" for i in range(1000)]
+    parsed = parse_tests("\n".join(lines), "f", max_chars=100, inline=inline)  # type: ignore[arg-type]
+    kept = len(parsed.cases)
+    assert parsed.rejected == (Rejected(kept + 1, lines[kept], "cut_off"),)
+    assert parsed.n_asserts == kept  # the mark is not an assert
+    whole = parse_tests("\n".join(lines[:3]), "f", max_chars=100, inline=inline)  # type: ignore[arg-type]
+    assert not whole.truncated and whole.rejected == ()
+
+
+def test_a_cut_without_a_line_break_keeps_the_line_start() -> None:
+    parsed = parse_tests("x" * 300, "f", max_chars=100)
+    assert parsed.truncated and len(parsed.code) == 100
+    assert parsed.rejected[-1] == Rejected(1, "x" * 200, "cut_off")  # what was left out
+
+
+def test_io_pairs_cut_drop_the_block_that_reached_the_cut() -> None:
+    # The input block is cut inside: a partial stdin must not become a test.
+    text = "```input\n1 2\n```\n```output\n3\n```\n```input\n" + "9 " * 200 + "\n8\n```"
+    parsed = parse_io_pairs(text, max_chars=len(text) - 5)
+    assert parsed.pairs == (IOPair("1 2\n", "3\n"),)
+    assert [(r.line, r.reason) for r in parsed.rejected] == [(7, "cut_off"), (9, "cut_off")]
+    headers = "\n".join(f"Input: {i}\nOutput: {i}" for i in range(50))
+    parsed = parse_io_pairs(headers, max_chars=100)
+    assert parsed.rejected[-1].reason == "cut_off"
+    assert all(len(p.input) and p.input == p.output for p in parsed.pairs)
+    assert parse_io_pairs(headers).rejected == ()
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,29 @@ def clip_source(source: str, limit: int = 200) -> str:
     return source if len(source) <= limit else source[: limit - 3] + "..."
 
 
+def cut_at_line(text: str, max_chars: int) -> tuple[str, Rejected | None]:
+    """``text`` cut to at most ``max_chars`` characters at a line break, and what was left out.
+
+    A suite is read up to the last line break before the limit (the whole first line's first
+    ``max_chars`` characters when it has none), so that no statement or block is cut inside a
+    line.
+
+    Returns:
+        The kept text, and None when nothing was cut, else a ``"cut_off"`` rejection at the first
+        line left out, whose source is that line's beginning.
+
+    """
+    if len(text) <= max_chars:
+        return text, None
+    cut = text.rfind("\n", 0, max_chars)
+    kept = text[: cut if cut > 0 else max_chars]
+    if cut > 0:  # the first line left out starts after the line break
+        line, rest = kept.count("\n") + 2, text[cut + 1 :]
+    else:  # the rest of the first line
+        line, rest = 1, text[max_chars:]
+    return kept, Rejected(line, clip_source(rest.split("\n", 1)[0]), "cut_off")
+
+
 _IO_HEADER = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*|>[ \t]*|[-*][ \t]+)?(?:\*\*|__)?[ \t]*"
     r"(?:(?:example|sample|test)[ \t]*)?(?P<kind>input|output|stdin|stdout)"
@@ -137,7 +160,8 @@ class ParsedIOPairs:
     Attributes:
         pairs: Accepted pairs, in order, at most ``max_cases``; a repeated input is kept here
             (the referee's grading counts it as a duplicate: invalid, not kept).
-        rejected: Blocks that did not become pairs (``line`` is the block's header line).
+        rejected: Blocks that did not become pairs (``line`` is the block's header line), in
+            line order; a text past ``max_chars`` adds ``"cut_off"`` entries.
         reason: ``""`` when at least one pair was found, else ``"empty"`` or ``"no_pairs"``.
 
     """
@@ -161,16 +185,22 @@ def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) ->
 
     Leading and trailing blank lines are removed and both texts end with one ``"\n"``. The
     expected output is the tester's claim; the referee replaces it with the GT's output. Only the
-    first ``max_chars`` characters of ``text`` are read. Never raises for any ``str``.
+    first ``max_chars`` characters of ``text`` are read, up to the last line break before the limit
+    (see :func:`cut_at_line`); when the text is cut, the block that reaches the cut is not read
+    (its text may be partial) and both are reported as ``"cut_off"``. Never raises for any
+    ``str``.
     """
     if not isinstance(text, str) or not text.strip():
         return ParsedIOPairs((), (), "empty")
-    text = text[:max_chars]
+    text, cut_off = cut_at_line(text, max_chars)
     sections = _fenced_io_sections(text) or _header_io_sections(text)
     pairs: list[IOPair] = []
     rejected: list[Rejected] = []
+    if cut_off is not None and sections and sections[-1][3]:
+        line, _kind, body, _open = sections.pop()  # it reached the cut: its text may be partial
+        rejected.append(Rejected(line, clip_source(body), "cut_off"))
     pending: tuple[int, str] | None = None
-    for line, kind, body in sections:
+    for line, kind, body, _open in sections:
         if kind == "input":
             if pending is not None:
                 rejected.append(Rejected(pending[0], clip_source(pending[1]), "missing_output"))
@@ -187,6 +217,9 @@ def parse_io_pairs(text: str, *, max_chars: int = 20000, max_cases: int = 64) ->
             pairs.append(IOPair(stdin, body))
     if pending is not None:
         rejected.append(Rejected(pending[0], clip_source(pending[1]), "missing_output"))
+    if cut_off is not None:
+        rejected.append(cut_off)
+    rejected.sort(key=lambda r: r.line)
     return ParsedIOPairs(tuple(pairs), tuple(rejected), "" if pairs else "no_pairs")
 
 
@@ -199,9 +232,12 @@ def _normalize_io(lines: Sequence[str]) -> str:
     return "\n".join(line.rstrip("\r") for line in kept) + "\n"
 
 
-def _fenced_io_sections(text: str) -> list[tuple[int, str, str]]:
-    """``(line, kind, body)`` for each fenced block tagged input/output/stdin/stdout."""
-    sections: list[tuple[int, str, str]] = []
+def _fenced_io_sections(text: str) -> list[tuple[int, str, str, bool]]:
+    """``(line, kind, body, open)`` for each fenced block tagged input/output/stdin/stdout.
+
+    ``open``: the block runs to the end of ``text`` (no closing fence).
+    """
+    sections: list[tuple[int, str, str, bool]] = []
     lines = text.split("\n")
     i = 0
     while i < len(lines):
@@ -220,14 +256,18 @@ def _fenced_io_sections(text: str) -> list[tuple[int, str, str]]:
                 break
             body.append(lines[i])
             i += 1
+        unclosed = i >= len(lines)
         i += 1
         if tag in _IO_TAGS:
-            sections.append((start + 1, _IO_TAGS[tag], _normalize_io(body)))
+            sections.append((start + 1, _IO_TAGS[tag], _normalize_io(body), unclosed))
     return sections
 
 
-def _header_io_sections(text: str) -> list[tuple[int, str, str]]:
-    """``(line, kind, body)`` for each ``Input:``/``Output:`` section."""
+def _header_io_sections(text: str) -> list[tuple[int, str, str, bool]]:
+    """``(line, kind, body, open)`` for each ``Input:``/``Output:`` section.
+
+    ``open``: the section runs to the end of ``text`` (the last one does).
+    """
     lines = text.split("\n")
     heads: list[tuple[int, str, str]] = []
     for index, line in enumerate(lines):
@@ -236,11 +276,11 @@ def _header_io_sections(text: str) -> list[tuple[int, str, str]]:
         match = _IO_HEADER.match(line)
         if match is not None:
             heads.append((index, _IO_TAGS[match.group("kind").lower()], match.group("rest") or ""))
-    sections: list[tuple[int, str, str]] = []
+    sections: list[tuple[int, str, str, bool]] = []
     for number, (index, kind, rest) in enumerate(heads):
         end = heads[number + 1][0] if number + 1 < len(heads) else len(lines)
         body_lines = ([rest.strip()] if rest.strip() else []) + lines[index + 1 : end]
         fenced = extract_fenced_blocks("\n".join(lines[index + 1 : end]))
         body = _normalize_io(fenced[0].split("\n")) if fenced else _normalize_io(body_lines)
-        sections.append((index + 1, kind, body))
+        sections.append((index + 1, kind, body, number + 1 == len(heads)))
     return sections

@@ -421,6 +421,12 @@ def _normal(source: str) -> str:
         return source.strip()
 
 
+_NOT_COUNTED = frozenset(
+    {"syntax_error", "not_assert", "too_many", "too_long", "shadows_entry_point", "cut_off"}
+)
+"""Rejections that :func:`scan_suite` does not count as tests."""
+
+
 def scan_suite(
     cases: Sequence[TestCase],
     rejected: Iterable[Any],
@@ -432,8 +438,8 @@ def scan_suite(
         cases: The accepted tests (:attr:`ParsedTests.cases`).
         rejected: The parser's rejections, as :class:`~codea1_env.scoring.testcases.Rejected` values
             or ``(line, reason, source)`` tuples (the referee's form, which may include the quality
-            filter's ``trivial:<reason>`` entries). ``"syntax_error"`` and
-            ``"not_assert"`` rejections are not tests and are ignored.
+            filter's ``trivial:<reason>`` entries). Those of :data:`_NOT_COUNTED`
+            (``"syntax_error"``, ``"not_assert"``, ``"cut_off"``...) are not counted as tests.
         entry_point: The function under test.
 
     """
@@ -450,7 +456,7 @@ def scan_suite(
         seen.add(case.key)
     for item in rejected:
         reason, source = _reason_and_source(item)
-        if reason in ("syntax_error", "not_assert", "too_many", "too_long", "shadows_entry_point"):
+        if reason in _NOT_COUNTED:
             continue
         counts.tests += 1
         if reason == "trivial:self_referential":

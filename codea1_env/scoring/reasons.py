@@ -88,6 +88,7 @@ RejectReason = Literal[
     "shadows_entry_point",
     "too_long",
     "too_many",
+    "cut_off",
     "missing_output",
     "missing_input",
 ]
@@ -141,6 +142,9 @@ REASON_MEANINGS: dict[str, str] = {
     "unresolved_name": "the assert uses a name bound by an assignment that cannot be inlined",
     "shadows_entry_point": "an assignment rebinds the entry point",
     "too_many": "more than ``max_cases`` cases; the extra ones are dropped",
+    "cut_off": "the suite is longer than ``max_chars`` (20,000): it is read up to the last line "
+    "break before the limit; the entry is the first line left out (and, for stdio, the block "
+    "that reached the cut)",
     "missing_output": "a stdio input block with no output block after it",
     "missing_input": "a stdio output block with no input block before it",
     "trivial": "the quality filter dropped the test (detail: how it is trivial)",

@@ -44,6 +44,8 @@ Rejection reasons (closed set, :data:`REJECT_REASONS`):
 - ``"shadows_entry_point"``: an assignment rebinds ``entry_point`` (ignored, never inlined).
 - ``"too_long"``: the statement, or the expression after inlining, exceeds the size limits.
 - ``"too_many"``: more than ``max_cases`` cases were found; the extra ones are dropped.
+- ``"cut_off"``: the code is longer than ``max_chars`` and is read up to the last line break
+  before the limit; the entry (always last) is the first line left out.
 - ``"missing_output"`` / ``"missing_input"``: stdio only (:func:`parse_io_pairs`), an input block
   with no output block after it, or an output block with no input before it.
 
@@ -70,6 +72,7 @@ from codea1_env.scoring.extraction import (
     ParsedIOPairs,
     Rejected,
     clip_source,
+    cut_at_line,
     extract_code,
     extract_fenced_blocks,
     parse_io_pairs,
@@ -162,7 +165,8 @@ class ParsedTests:
         rejected: Everything that did not become a case, in order, with reasons.
         code: The code that was analysed (extracted from the text, truncated to ``max_chars``).
         reason: ``""`` when at least one case was found, else one of :data:`EMPTY_REASONS`.
-        truncated: True when the extracted code was longer than ``max_chars`` and was cut.
+        truncated: True when the extracted code was longer than ``max_chars`` and was cut
+            (``rejected`` then ends with a ``"cut_off"`` entry).
 
     """
 
@@ -175,7 +179,9 @@ class ParsedTests:
     @property
     def n_asserts(self) -> int:
         """Number of assert-like statements seen (accepted plus rejected asserts)."""
-        return len(self.cases) + sum(r.reason != "syntax_error" for r in self.rejected)
+        return len(self.cases) + sum(
+            r.reason not in ("syntax_error", "cut_off") for r in self.rejected
+        )
 
 
 def parse_tests(
@@ -207,13 +213,10 @@ def parse_tests(
     if not isinstance(text, str) or not text.strip():
         return ParsedTests((), (), "", "empty")
     blocks = extract_fenced_blocks(text, PYTHON_TAGS) or extract_fenced_blocks(text, ("",))
-    code = "\n".join(blocks) if blocks else text
-    truncated = len(code) > max_chars
-    if truncated:
-        cut = code.rfind("\n", 0, max_chars)
-        code = code[: cut if cut > 0 else max_chars]
+    code, cut_off = cut_at_line("\n".join(blocks) if blocks else text, max_chars)
+    truncated = cut_off is not None
     if not code.strip():
-        return ParsedTests((), (), code, "no_code", truncated)
+        return ParsedTests((), (cut_off,) if cut_off else (), code, "no_code", truncated)
     if inline not in INLINE_POLICIES:
         raise ValueError(f"parse_tests: inline must be one of {INLINE_POLICIES}, got {inline!r}")
     if inline == "arguments":  # a canonical suite needs no syntax tree (see canonical.py)
@@ -222,27 +225,26 @@ def parse_tests(
         )
         if found is not None:
             cases_found, dropped = found
-            return ParsedTests(
-                tuple(TestCase(*case) for case in cases_found),
-                tuple(
-                    Rejected(line, clip_source(source), reason) for line, source, reason in dropped
-                ),
-                code,
-                "",
-                truncated,
-            )
-    return _parse_statements(code, entry_point, max_cases, inline, truncated)
+            rejected = [
+                Rejected(line, clip_source(source), reason) for line, source, reason in dropped
+            ]
+            if cut_off is not None:
+                rejected.append(cut_off)
+            cases = tuple(TestCase(*case) for case in cases_found)
+            return ParsedTests(cases, tuple(rejected), code, "", truncated)
+    return _parse_statements(code, entry_point, max_cases, inline, cut_off)
 
 
 def _parse_statements(
-    code: str, entry_point: str, max_cases: int, inline: InlinePolicy, truncated: bool
+    code: str, entry_point: str, max_cases: int, inline: InlinePolicy, cut_off: Rejected | None
 ) -> ParsedTests:
     """:func:`parse_tests` with :mod:`ast`, statement by statement (every suite can take it)."""
     statements, syntax_rejects = _split_statements(code)
     parser = _SuiteParser(entry_point, max_cases, anywhere=inline == "anywhere")
     for stmt, line, source in statements:
         parser.feed(stmt, line, source)
-    rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line)
+    tail = [cut_off] if cut_off is not None else []
+    rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line) + tail
     cases = tuple(parser.cases)
     reason = ""
     if not cases:
@@ -252,7 +254,7 @@ def _parse_statements(
             reason = "no_asserts"
         else:
             reason = "no_valid_asserts"
-    return ParsedTests(cases, tuple(rejected), code, reason, truncated)
+    return ParsedTests(cases, tuple(rejected), code, reason, cut_off is not None)
 
 
 def _split_statements(code: str) -> tuple[list[tuple[ast.stmt, int, str]], list[Rejected]]:
