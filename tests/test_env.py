@@ -112,6 +112,7 @@ def test_bad_coder_moves_score_zero_with_a_reason(env, move, reason):
     assert info["rewards"]["coder"] == 0.0
     assert info["reasons"]["coder"].startswith(reason)
     assert info["rewards"]["tester"] == 0.0  # nothing ran, so the tester earns nothing either
+    assert str(info["rewards"]["tester"]) == "0.0"  # not -0.0
 
 
 def test_prose_without_code_is_a_legal_move_that_scores_zero(env):
@@ -170,3 +171,14 @@ def test_human_render_prints_the_duel(sandbox, capsys):
     assert e.render() is None
     assert "custom/abs_diff" in capsys.readouterr().out
     e.close()
+
+
+def test_a_suite_past_the_size_limit_says_where_it_was_cut(env):
+    env.reset(options={"problem": CUSTOM})
+    env.step(BUGGY)
+    lines = [f"assert abs_diff({i}, 0) == {i}" for i in range(2000)]  # about 54,000 chars
+    _, _, terminated, _, info = env.step("\n".join(lines))
+    assert terminated
+    (cut,) = [entry for entry in info["rejected"] if entry["reason"] == "cut_off"]
+    assert cut["source"] == lines[cut["line"] - 1]
+    assert not any(f"abs_diff({cut['line'] - 1}, 0)" in test for test in info["tests"])

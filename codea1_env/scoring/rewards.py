@@ -392,7 +392,8 @@ def tester_reward(
     cov = _check_rate("coverage", coverage) if coverage is not None else 0.0
     mut = _check_rate("mutation", mutation) if mutation is not None else 0.0
     if not candidate_ran:
-        return TesterReward(-penalty, r_val, 0.0, penalty, "candidate_did_not_run", cov, mut)
+        # 0.0 - penalty, not -penalty: a zero penalty gives 0.0, not -0.0 (which logs as "-0.0")
+        return TesterReward(0.0 - penalty, r_val, 0.0, penalty, "candidate_did_not_run", cov, mut)
     r_adv = adversarial_reward(gen_failures, config.k, mb_failures, mb_total, n_kept=n_kept)
     total = config.alpha * r_val + (1.0 - config.alpha) * r_adv - penalty
     total += config.coverage_bonus * cov + config.mutation_bonus * mut
