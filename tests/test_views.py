@@ -171,3 +171,66 @@ def test_all_views_share_one_referee(sandbox):
     venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=2, referee=referee)
     aec = codea1_env.pettingzoo_env(referee=referee)
     assert env.referee is venv.referee is aec.referee
+
+
+def _views(sandbox):
+    """A builder per view, each taking ``render_mode``."""
+    from codea1_env.envs.pettingzoo_aec import CodeTestDuelAEC
+    from codea1_env.envs.single_role import CoderEnv, TesterEnv
+    from codea1_env.envs.tokens import TokenEnv
+    from codea1_env.envs.vector import CodeTestDuelVectorEnv
+
+    return {
+        "duel": lambda mode: CodeTestDuelEnv(sandbox=sandbox, render_mode=mode),
+        "vector": lambda mode: CodeTestDuelVectorEnv(2, sandbox=sandbox, render_mode=mode),
+        "aec": lambda mode: CodeTestDuelAEC(sandbox=sandbox, render_mode=mode),
+        "coder": lambda mode: CoderEnv(sandbox=sandbox, render_mode=mode),
+        "tester": lambda mode: TesterEnv(sandbox=sandbox, render_mode=mode),
+        "tokens": lambda mode: TokenEnv(
+            CodeTestDuelEnv(sandbox=sandbox, reward_mode="golden"), render_mode=mode
+        ),
+    }
+
+
+def test_every_view_refuses_a_render_mode_it_does_not_have(sandbox):
+    for name, build in _views(sandbox).items():
+        with pytest.raises(ValueError, match="render_mode must be None or one of") as caught:
+            build("rgb_array")
+        assert "rgb_array" in str(caught.value), name
+        build("ansi").close()  # every view has "ansi"
+
+
+def test_unknown_reset_options_warn_and_a_non_dict_is_refused(sandbox):
+    env = CodeTestDuelEnv(sandbox=sandbox)
+    with pytest.warns(UserWarning, match=r"unknown key\(s\) 'problem_idd' ignored"):
+        env.reset(seed=0, options={"problem_idd": "custom/clamp"})
+    with pytest.raises(TypeError, match="expects a dict, got list"):
+        env.reset(options=["problem_id"])  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(options={"problem": PROBLEM})  # known keys: no warning
+    env.close()
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=2, sandbox=sandbox)
+    with pytest.warns(UserWarning, match="known: problem, problem_id, problem_ids") as caught:
+        venv.reset(options={"problem_idd": "x"})
+    assert len(caught) == 1  # once per reset, not once per group
+    with pytest.raises(ValueError, match="not both"):
+        venv.reset(options={"problem_ids": ["bank/clamp"] * 2, "problem": PROBLEM})
+    venv.close()
+
+
+def test_vector_env_seed_lists_use_every_seed(sandbox):
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=4, sandbox=sandbox)
+
+    def draws(seed):
+        return [tuple(venv.reset(seed=seed)[1]["task_id"]) for _ in range(3)]
+
+    base = draws([1, 2, 3, 4])
+    assert draws([1, 2, 3, 4]) == base  # reproducible
+    assert venv.np_random_seed == -1
+    # the old code read seed[0] only: changing any later seed changed nothing
+    assert draws([1, 2, 3, 5]) != base
+    for bad in ([1, 2], [1, 2, 3, None], [1, 2, 3, -1]):
+        with pytest.raises(ValueError, match="seed"):
+            venv.reset(seed=bad)  # type: ignore[arg-type]
+    venv.close()

@@ -149,9 +149,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         max_action_chars: int = MAX_ACTION_CHARS,
         render_mode: str | None = None,
     ) -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         self.max_action_chars = int(max_action_chars)
         self.observation_space = observation_space()
         self.action_space = action_space(self.max_action_chars)
@@ -230,6 +228,25 @@ def duel_info(duel: Duel | None) -> dict[str, Any]:
     if duel.outcome is not None:
         info.update(duel.outcome.info())
     return info
+
+
+def check_render_mode(view: Any, render_mode: str | None) -> str | None:
+    """``render_mode`` when ``view``'s ``metadata["render_modes"]`` has it (or it is None).
+
+    Gymnasium's ``make`` checks this for registered ids; every view checks it itself, so that a
+    view built directly (or through PettingZoo, or a vector env) refuses an unknown mode too.
+
+    Raises:
+        ValueError: naming the view and its modes.
+
+    """
+    modes = list(view.metadata.get("render_modes", ()))
+    if render_mode is not None and render_mode not in modes:
+        raise ValueError(
+            f"{type(view).__name__}: render_mode must be None or one of {modes}, "
+            f"got {render_mode!r}"
+        )
+    return render_mode
 
 
 def show_duel(duel: Duel | None, render_mode: str | None) -> str | None:

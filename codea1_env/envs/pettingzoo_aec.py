@@ -23,7 +23,7 @@ from typing import Any
 
 from gymnasium.utils import seeding
 
-from codea1_env.envs.duel_env import duel_info, show_duel
+from codea1_env.envs.duel_env import check_render_mode, duel_info, show_duel
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.game.host import DuelHost
 from codea1_env.game.spaces import action_space, observation_space, observe
@@ -71,7 +71,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         self.max_action_chars = int(max_action_chars)
         self.possible_agents = ["coder", "tester"]
         self.agents = self.possible_agents[:]

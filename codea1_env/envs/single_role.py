@@ -16,7 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.envs.duel_env import duel_info, show_duel
+from codea1_env.envs.duel_env import check_render_mode, duel_info, show_duel
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role, gt_suite
 from codea1_env.game.host import DuelHost
 from codea1_env.game.spaces import action_space, observation_space, observe
@@ -50,7 +50,7 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         max_action_chars: int,
         render_mode: str | None,
     ) -> None:
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         self.max_action_chars = int(max_action_chars)
         self.observation_space = observation_space()
         self.action_space = action_space(self.max_action_chars)

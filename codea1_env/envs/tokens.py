@@ -21,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from codea1_env.envs.duel_env import check_render_mode
+
 __all__ = ["DEFAULT_TESTER_VOCAB", "END", "TokenEnv"]
 
 END = "<end>"
@@ -81,7 +83,7 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         self.vocab = tuple(vocab)
         self.max_tokens = int(max_tokens)
         self.context_chars = int(context_chars)
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         self.action_space = spaces.Discrete(len(self.vocab))
         self.observation_space = spaces.Box(
             0.0, 1.0, shape=(self.context_chars + self.max_tokens,), dtype=np.float32

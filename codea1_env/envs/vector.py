@@ -10,9 +10,9 @@ from gymnasium.error import ResetNeeded
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from codea1_env.envs.duel_env import duel_info
+from codea1_env.envs.duel_env import check_render_mode, duel_info
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
-from codea1_env.game.host import DuelHost
+from codea1_env.game.host import DuelHost, check_reset_options
 from codea1_env.game.spaces import action_space, observation_space, observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.sandbox.base import Limits, Sandbox
@@ -70,7 +70,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
             raise ValueError(f"group_size ({group_size}) must divide num_envs ({num_envs})")
         self.num_envs = num_envs
         self.group_size = group_size
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(self, render_mode)
         self.max_action_chars = int(max_action_chars)
         self.single_observation_space = observation_space()
         self.single_action_space = action_space(self.max_action_chars)
@@ -97,25 +97,53 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """Start ``num_envs`` duels.
 
+        The sub-envs draw their problems from one generator, :attr:`np_random`: an ``int`` seed
+        seeds it, and so does a list of ``num_envs`` seeds (Gymnasium's per-sub-env form), all
+        of them together (``np.random.SeedSequence(seed)``), so that changing any one changes
+        the draws (:attr:`np_random_seed` is then -1, as Gymnasium has it for a generator not
+        seeded by one int).
+
         ``options`` as for the single env (one problem for all sub-envs), or
         ``{"problem_ids": [...]}`` with one id per group.
+
+        Raises:
+            ValueError: a seed list of another length than ``num_envs`` or with a non-int item;
+                ``problem_ids`` of another length than the number of groups, or together with
+                ``problem`` or ``problem_id``.
+
         """
-        if isinstance(seed, list):
-            seed = seed[0] if seed else None
-        super().reset(seed=seed)
-        options = dict(options or {})
+        if isinstance(seed, (list, tuple)):
+            self._seed_from_list(list(seed))
+            super().reset(seed=None)
+        else:
+            super().reset(seed=seed)
+        options = dict(check_reset_options(options, ("problem_ids",)))
         ids = options.pop("problem_ids", None)
         n_groups = self.num_envs // self.group_size
         if ids is not None and len(ids) != n_groups:
             raise ValueError(
                 f"problem_ids: expected {n_groups} ids (one per group), got {len(ids)}"
             )
+        if ids is not None and ("problem" in options or "problem_id" in options):
+            raise ValueError("reset options: give problem_ids, or problem/problem_id, not both")
         problems = []
         for group in range(n_groups):
             group_options = {"problem_id": ids[group]} if ids is not None else options
             problems.append(self.host.picker.pick(self.np_random, group_options))
         self._duels = [Duel(problems[i // self.group_size]) for i in range(self.num_envs)]
         return self._observations(), self._infos()
+
+    def _seed_from_list(self, seeds: list[Any]) -> None:
+        """Seed :attr:`np_random` from a list of ``num_envs`` seeds (see :meth:`reset`)."""
+        if len(seeds) != self.num_envs:
+            raise ValueError(
+                f"seed: expected {self.num_envs} seeds (one per sub-env), got {len(seeds)}"
+            )
+        if not all(isinstance(item, (int, np.integer)) and item >= 0 for item in seeds):
+            raise ValueError(f"seed: every item must be a non-negative int, got {seeds!r}")
+        sequence = np.random.SeedSequence([int(item) for item in seeds])
+        self._np_random = np.random.Generator(np.random.PCG64(sequence))
+        self._np_random_seed = -1  # Gymnasium's value for a generator not seeded by one int
 
     def step(
         self, actions: Sequence[Any]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,18 @@ from codea1_env.scoring.referee import Referee
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.stability import StabilityOptions, make_stability
 
-__all__ = ["DuelHost", "ProblemPicker", "make_limits", "make_mistake_book", "make_referee"]
+__all__ = [
+    "RESET_OPTIONS",
+    "DuelHost",
+    "ProblemPicker",
+    "check_reset_options",
+    "make_limits",
+    "make_mistake_book",
+    "make_referee",
+]
+
+RESET_OPTIONS = ("problem", "problem_id")
+"""The ``reset(options=...)`` keys every view reads (the vector env adds ``problem_ids``)."""
 
 
 def make_limits(limits: Limits | Mapping[str, Any] | None) -> Limits:
@@ -74,6 +86,36 @@ def make_referee(
     )
 
 
+def check_reset_options(
+    options: Mapping[str, Any] | None, extra: tuple[str, ...] = ()
+) -> Mapping[str, Any]:
+    """``options`` without the keys no view reads, after a warning that names them.
+
+    Args:
+        options: What ``reset(options=...)`` was given (None: no options).
+        extra: Keys the calling view reads besides :data:`RESET_OPTIONS`.
+
+    Raises:
+        TypeError: ``options`` is not a mapping.
+
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset(options=...) expects a dict, got {type(options).__name__}")
+    known = RESET_OPTIONS + extra
+    unknown = [key for key in options if key not in known]
+    if not unknown:
+        return options
+    warnings.warn(
+        f"reset(options=...): unknown key(s) {', '.join(sorted(map(repr, unknown)))} ignored; "
+        f"known: {', '.join(known)}",
+        UserWarning,
+        stacklevel=3,
+    )
+    return {key: value for key, value in options.items() if key in known}
+
+
 class ProblemPicker:
     """Chooses each episode's problem: drawn from a source, by id, or given in ``reset`` options.
 
@@ -115,11 +157,15 @@ class ProblemPicker:
         ``options["problem"]`` (a JSONL-schema record or a :class:`Problem`) wins over
         ``options["problem_id"]``, which wins over a random draw.
 
+        Keys other than :data:`RESET_OPTIONS` are ignored with a warning that names them (a
+        misspelt ``problem_id`` would otherwise play a random problem without a word).
+
         Raises:
+            TypeError: ``options`` is not a mapping.
             ValueError: a malformed problem record or an unknown problem id.
 
         """
-        options = options or {}
+        options = check_reset_options(options)
         if "problem" in options:
             record = options["problem"]
             if isinstance(record, Problem):
