@@ -20,7 +20,7 @@ def test_a_copy_shares_the_charset_tables_and_nothing_else() -> None:
         ours, theirs = space[key], clone[key]
         assert isinstance(theirs, CharsetText) and isinstance(ours, CharsetText)
         assert theirs is not ours
-        assert theirs._char_index is ours._char_index  # not walked: ~11,000 entries
+        assert theirs._char_index is ours._char_index  # not walked: ~55,000 entries
         assert theirs.np_random is not ours.np_random
         assert (theirs.min_length, theirs.max_length) == (ours.min_length, ours.max_length)
     # the copy's generator continues from the same state, as a deep copy's does
@@ -50,3 +50,23 @@ def test_batched_sub_spaces_sample_independently() -> None:
     assert batched.contains(sample)
     batched.seed(0)
     assert batched.sample()["code"] == sample["code"]
+
+
+def test_the_length_bounds_share_one_table_and_are_checked() -> None:
+    space = observation_space()
+    prompt, name, code = space["prompt"], space["entry_point"], space["code"]
+    assert isinstance(prompt, CharsetText) and isinstance(code, CharsetText)
+    assert prompt._char_index is name._char_index is code._char_index
+    assert (prompt.min_length, name.min_length) == (1, 0)
+    assert prompt.max_length != code.max_length
+    assert not prompt.contains("") and name.contains("")
+    assert not name.contains("x" * (name.max_length + 1))
+
+
+def test_prompts_in_any_script_are_observed_as_written() -> None:
+    from codea1_env.game.spaces import REPLACEMENT, clean_text
+
+    space = observation_space()
+    for text in ("返回列表中最大的数。", "최댓값을 반환", "Вернуть максимум", "ℕ → ℝ, x ≤ y ∀ x"):
+        assert clean_text(text, 100) == text and space["prompt"].contains(text)
+    assert clean_text("ok \U0001f600 \x07", 100) == f"ok {REPLACEMENT} {REPLACEMENT}"

@@ -30,12 +30,15 @@ REPLACEMENT = "\ufffd"
 
 
 def _charset() -> str:
-    chars = [chr(c) for c in range(0x20, 0x3000) if chr(c).isprintable()]
-    return "\n\t" + "".join(chars) + REPLACEMENT
+    chars = [chr(c) for c in range(0x20, 0x10000) if chr(c).isprintable()]
+    return "\n\t" + "".join(chars)  # U+FFFD (REPLACEMENT) is printable: it is in
 
 
 TEXT_CHARSET = _charset()
-"""Printable characters (ASCII, Latin, Greek, Cyrillic, CJK punctuation, ...) plus newline/tab."""
+"""Newline, tab and every printable character of Unicode's Basic Multilingual Plane (U+0020 to
+U+FFFF: every script's letters, CJK ideographs, Hangul, punctuation, symbols; about 55,000).
+Characters outside it (emoji and the other supplementary planes, control characters, private
+use) are shown as :data:`REPLACEMENT`."""
 _ALLOWED = frozenset(TEXT_CHARSET)
 _ASCII_PRINTABLE = "".join(chr(c) for c in range(0x20, 0x7F)) + "\n\t"
 
@@ -44,7 +47,7 @@ class CharsetText(spaces.Text):
     """A :class:`gymnasium.spaces.Text` whose copies share its (read-only) charset tables.
 
     Gymnasium's ``Text`` keeps a character index of one ``np.int32`` per character. With the
-    observations' charset (:data:`TEXT_CHARSET`, about 11,000 characters) a ``deepcopy`` walks
+    observations' charset (:data:`TEXT_CHARSET`, about 55,000 characters) a ``deepcopy`` walks
     every entry, and ``gymnasium.vector.utils.batch_space`` deep-copies a ``Text`` once per sub-env:
     a plain ``Text`` made a 64-env vector env take seconds to build. A copy of this space is a
     new space with its own random generator (so batched sub-spaces still sample independently),
@@ -63,11 +66,20 @@ _TEXT_PROTOTYPES: dict[tuple[int, int], CharsetText] = {}
 
 
 def _text(max_length: int, min_length: int) -> CharsetText:
-    """A fresh :class:`CharsetText` over :data:`TEXT_CHARSET` (tables built once per process)."""
+    """A fresh :class:`CharsetText` over :data:`TEXT_CHARSET` (tables built once per process).
+
+    Every length bound shares the tables of the first space built: only the bounds differ.
+    """
     key = (max_length, min_length)
     prototype = _TEXT_PROTOTYPES.get(key)
     if prototype is None:
-        prototype = CharsetText(max_length=max_length, min_length=min_length, charset=TEXT_CHARSET)
+        if _TEXT_PROTOTYPES:
+            prototype = copy.deepcopy(next(iter(_TEXT_PROTOTYPES.values())))
+            prototype.max_length, prototype.min_length = int(max_length), int(min_length)
+        else:
+            prototype = CharsetText(
+                max_length=max_length, min_length=min_length, charset=TEXT_CHARSET
+            )
         _TEXT_PROTOTYPES[key] = prototype
     return copy.deepcopy(prototype)
 
