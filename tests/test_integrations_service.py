@@ -228,8 +228,11 @@ def test_errors_are_json_and_name_the_field(shared_sandbox: Any) -> None:
             {"problem": {"task_id": "t", "prompt": "p", "entry_point": "f"}, "codes": ["x"]},
         )
         assert status == 400 and body["error"]["field"].startswith("problem.")
-        status, body = post(url + "/v1/judge", {"problem": PROBLEM, "codes": ["x", 3]})
-        assert status == 400 and body["error"]["field"] == "codes[1]"
+        # A code that is not text is a move that scores 0, as in the env; not a 400 for all.
+        status, body = post(url + "/v1/judge", {"problem": PROBLEM, "codes": [BUGGY, 3, None]})
+        assert status == 200, body
+        assert body["coder_rewards"][1:] == [0.0, 0.0] and body["coder_rewards"][0] > 0.0
+        assert [info["reasons"]["coder"] for info in body["code_infos"][1:]] == ["not_text"] * 2
         status, body = post(
             url + "/v1/judge", {"problem": PROBLEM, "codes": ["x"], "suites": [["a"], ["b"]]}
         )

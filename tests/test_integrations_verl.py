@@ -366,6 +366,17 @@ def test_reward_url_scores_equal_local_scores_and_the_env(
     assert service.stats["batches"] < service.stats["accepted"]  # concurrent requests batched
 
 
+def test_a_response_that_is_not_text_scores_zero_remotely_as_locally(service_for: Any) -> None:
+    url, _service = service_for(opponent="gt+mistake_book", update_book=False)
+    local: dict[str, Any] = {"opponent": "gt+mistake_book", "update_book": False, "workers": 1}
+    coder, tester = _cases()[0][0], _cases()[-1][0]
+    for row in (coder, tester):
+        for response in (None, 3, ["x"]):
+            got = adapter.compute_score(**_call(row, response), reward_url=url)  # type: ignore[arg-type]
+            assert got == adapter.compute_score(**_call(row, response), **local)  # type: ignore[arg-type]
+            assert got["score"] == 0.0 and got["scored"] == 0.0
+
+
 def test_reward_url_shares_the_services_book_as_local_scoring_shares_its_own(
     service_for: Any, tmp_path: Any
 ) -> None:
@@ -403,8 +414,8 @@ def test_reward_url_errors_name_the_url_and_are_never_a_silent_zero(service_for:
     with pytest.raises(RewardServiceError, match="no ground_truth") as caught:
         adapter.compute_score("codea1/bank", "x", "", {}, reward_url=url)
     assert caught.value.status == 400 and url in str(caught.value)
-    with pytest.raises(RewardServiceError, match=r"rows\[1\]\.response") as caught:
-        post_rows(url, [{"ground_truth": "bank/clamp", "response": "x"}, {"response": 3}])
+    with pytest.raises(RewardServiceError, match=r"rows\[1\]\.response: missing") as caught:
+        post_rows(url, [{"ground_truth": "bank/clamp", "response": "x"}, {"ground_truth": "x"}])
     assert caught.value.field == "rows[1].response"
     with pytest.raises(RewardServiceError, match=r"rows\[0\]\.label"):
         post_rows(url, [{"ground_truth": "bank/clamp", "response": "x", "label": 1}])

@@ -300,12 +300,10 @@ def parse_judge(core: RewardCore, body: Any) -> GridRow:
     problem = core.problem(body["problem"], "problem")
     codes = body.get("codes")
     if not isinstance(codes, list) or not codes:
-        raise RequestError("codes", "expected a non-empty list of strings (coder answers)")
+        # Its items are moves: one that is not text scores 0 (``not_text``), it is not a 400.
+        raise RequestError("codes", "expected a non-empty list of coder answers")
     if len(codes) > MAX_CODES:
         raise RequestError("codes", f"{len(codes)} codes; at most {MAX_CODES}")
-    for i, code in enumerate(codes):
-        if not isinstance(code, str):
-            raise RequestError(f"codes[{i}]", f"expected a string, got {type(code).__name__}")
     suites = body.get("suites", [])
     if not isinstance(suites, list):
         raise RequestError("suites", "expected a list of lists of strings, or a list of strings")
@@ -374,9 +372,11 @@ def parse_rows(core: RewardCore, body: Any) -> list[CoderRow | TesterRow]:
             raise RequestError(
                 f"{where}.{unknown[0]}", f"unknown field; known: {sorted(_ROW_FIELDS)}"
             )
-        response = item.get("response")
-        if not isinstance(response, str):
-            raise RequestError(f"{where}.response", "expected a string (the policy's response)")
+        if "response" not in item:
+            raise RequestError(f"{where}.response", "missing (the policy's response)")
+        # Any value is a move: one that is not text scores 0 with the reason ``not_text``, as
+        # compute_score does in-process (a 400 would fail every row of the request).
+        response = item["response"]
         info = item.get("extra_info")
         if info is not None and not isinstance(info, Mapping):
             raise RequestError(f"{where}.extra_info", "expected an object or null")
