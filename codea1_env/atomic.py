@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_writer", "fsync_dir", "write_text_atomic"]
+__all__ = ["atomic_writer", "fsync_dir", "make_temp_dir", "write_text_atomic"]
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -68,6 +68,17 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
+
+
+def make_temp_dir(parent: str | os.PathLike[str], prefix: str) -> Path:
+    """A new directory in ``parent`` with ``mkdir``'s mode, not ``mkdtemp``'s 0700.
+
+    For a directory that is filled and then renamed into place (a checkpoint): once in place it
+    must be as readable as one made with ``mkdir`` under the process's umask.
+    """
+    path = Path(tempfile.mkdtemp(dir=parent, prefix=prefix))
+    os.chmod(path, 0o777 & ~_umask())
+    return path
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -108,3 +108,23 @@ def test_atomic_writes_give_files_the_mode_open_would(tmp_path: Path) -> None:
         assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "[]"
     finally:
         os.umask(old)
+
+
+def test_a_checkpoint_directory_gets_the_mode_mkdir_would(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from agents.training.checkpoint import write_checkpoint
+
+    old = os.umask(0o022)
+    try:
+
+        def write(directory: Path) -> None:
+            (directory / "weights.txt").write_text("w")
+
+        final = write_checkpoint(tmp_path, 3, write)
+        assert final.name == "step_3"
+        assert stat.S_IMODE(final.stat().st_mode) == 0o755  # not mkdtemp's 0700
+        assert stat.S_IMODE((final / "weights.txt").stat().st_mode) == 0o644
+    finally:
+        os.umask(old)

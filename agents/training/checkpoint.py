@@ -18,7 +18,6 @@ import os
 import random
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.atomic import fsync_dir, write_text_atomic
+from codea1_env.atomic import fsync_dir, make_temp_dir, write_text_atomic
 
 __all__ = [
     "COMPLETE_MARKER",
@@ -142,7 +141,7 @@ def write_checkpoint(
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(".tmp_step_*"):  # leftovers of a write killed midway
         shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp_step_{step}_"))
+    tmp = make_temp_dir(root, f".tmp_step_{step}_")
     try:
         write(tmp)
         (tmp / COMPLETE_MARKER).write_text(f"{step}\n", encoding="utf-8")
