@@ -56,6 +56,7 @@ def test_the_length_bounds_share_one_table_and_are_checked() -> None:
     space = observation_space()
     prompt, name, code = space["prompt"], space["entry_point"], space["code"]
     assert isinstance(prompt, CharsetText) and isinstance(code, CharsetText)
+    assert isinstance(name, CharsetText)
     assert prompt._char_index is name._char_index is code._char_index
     assert (prompt.min_length, name.min_length) == (1, 0)
     assert prompt.max_length != code.max_length
