@@ -168,9 +168,19 @@ def test_limits_dict_and_unknown_field(sandbox):
 def test_human_render_prints_the_duel(sandbox, capsys):
     e = CodeTestDuelEnv(sandbox=sandbox, render_mode="human")
     e.reset(options={"problem": CUSTOM})
+    assert "custom/abs_diff" in capsys.readouterr().out  # printed by reset itself
+    e.step(BUGGY)
+    assert "return a - b" in capsys.readouterr().out  # and by step
+    e.step("assert abs_diff(1, 3) == 2")
+    assert "FAIL" in capsys.readouterr().out
     assert e.render() is None
     assert "custom/abs_diff" in capsys.readouterr().out
     e.close()
+    quiet = CodeTestDuelEnv(sandbox=sandbox, render_mode="ansi")
+    quiet.reset(options={"problem": CUSTOM})
+    quiet.step(BUGGY)
+    assert capsys.readouterr().out == ""  # ansi mode prints nothing by itself
+    quiet.close()
 
 
 def test_a_suite_past_the_size_limit_says_where_it_was_cut(env):

@@ -234,3 +234,17 @@ def test_vector_env_seed_lists_use_every_seed(sandbox):
         with pytest.raises(ValueError, match="seed"):
             venv.reset(seed=bad)  # type: ignore[arg-type]
     venv.close()
+
+
+def test_human_mode_prints_on_reset_and_step_in_every_gymnasium_view(sandbox, capsys):
+    from codea1_env.envs.single_role import CoderEnv, TesterEnv
+
+    for env in (
+        CoderEnv(sandbox=sandbox, render_mode="human"),
+        TesterEnv(sandbox=sandbox, render_mode="human"),
+    ):
+        env.reset(seed=0, options={"problem": PROBLEM})
+        assert "custom/clamp" in capsys.readouterr().out
+        env.step("assert clamp(5, 0, 10) == 5")
+        assert "custom/clamp" in capsys.readouterr().out
+        env.close()

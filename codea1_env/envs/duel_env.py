@@ -172,6 +172,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         """Start a duel on a problem drawn from the source (or given in ``options``)."""
         super().reset(seed=seed)
         self._duel = self.host.new_duel(self.np_random, options)
+        self._show()
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -186,14 +187,21 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
             self.host.play_code(duel, action, self.max_action_chars)  # a fixed tester answers
         else:
             duel.play_tests(action, self.max_action_chars)
-        if not duel.finished:
-            return observe(duel), 0.0, False, False, self._info()
-        outcome = self.host.score([duel])[0]
-        return observe(duel), outcome.rewards[mover], True, False, self._info()
+        reward = self.host.score([duel])[0].rewards[mover] if duel.finished else 0.0
+        self._show()
+        return observe(duel), reward, duel.finished, False, self._info()
 
     def render(self) -> str | None:
-        """Return (``"ansi"``) or print (``"human"``) the duel as text."""
+        """Return (``"ansi"``) or print (``"human"``) the duel as text.
+
+        In ``"human"`` mode :meth:`reset` and :meth:`step` print it too, as Gymnasium's human
+        mode has it (no ``render()`` call needed).
+        """
         return show_duel(self._duel, self.render_mode)
+
+    def _show(self) -> None:
+        if self.render_mode == "human":
+            self.render()
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""

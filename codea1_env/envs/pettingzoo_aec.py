@@ -119,6 +119,8 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         self._init_dicts()
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()
+        if self.render_mode == "human":
+            self.render()
 
     def step(self, action: Any) -> None:
         """Play the selected agent's move (``None`` for an agent that is done).

@@ -68,8 +68,16 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         return self._duel
 
     def render(self) -> str | None:
-        """Return (``"ansi"``) or print (``"human"``) the duel as text."""
+        """Return (``"ansi"``) or print (``"human"``) the duel as text.
+
+        In ``"human"`` mode ``reset`` and ``step`` print it too, as Gymnasium's human mode has
+        it (no ``render()`` call needed).
+        """
         return show_duel(self._duel, self.render_mode)
+
+    def _show(self) -> None:
+        if self.render_mode == "human":
+            self.render()
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
@@ -128,6 +136,7 @@ class CoderEnv(_OneStepEnv):
         """Draw a problem; the coder moves."""
         super().reset(seed=seed)
         self._duel = self.host.new_duel(self.np_random, options)
+        self._show()
         return observe(self._duel), duel_info(self._duel)
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -138,6 +147,7 @@ class CoderEnv(_OneStepEnv):
             duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
         outcome = self.host.score([duel])[0]
         outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
+        self._show()
         return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)
 
     def _fixed_tests(self, problem: Problem) -> str:
@@ -206,6 +216,7 @@ class TesterEnv(_OneStepEnv):
         self._duel = self.host.new_duel(self.np_random, options)
         program, self._candidate = self._draw_candidate(self._duel.problem)
         self.host.play_code(self._duel, program, self.max_action_chars)
+        self._show()
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -213,6 +224,7 @@ class TesterEnv(_OneStepEnv):
         duel = self._require_live()
         duel.play_tests(action, self.max_action_chars)
         outcome = self.host.score([duel])[0]
+        self._show()
         return observe(duel, Role.TESTER), outcome.rewards["tester"], True, False, self._info()
 
     def _draw_candidate(self, problem: Problem) -> tuple[str, str]:
