@@ -71,6 +71,7 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         render_mode: str | None = None,
         **env_kwargs: Any,
     ) -> None:
+        check_render_mode(self, render_mode)  # before an inner env (and its sandbox) exists
         if END not in vocab:
             raise ValueError(f"vocab must contain the end token {END!r}")
         if max_tokens < 1 or context_chars < 0:
@@ -83,7 +84,7 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         self.vocab = tuple(vocab)
         self.max_tokens = int(max_tokens)
         self.context_chars = int(context_chars)
-        self.render_mode = check_render_mode(self, render_mode)
+        self.render_mode = render_mode
         self.action_space = spaces.Discrete(len(self.vocab))
         self.observation_space = spaces.Box(
             0.0, 1.0, shape=(self.context_chars + self.max_tokens,), dtype=np.float32
