@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,7 @@ def test_the_meanings_cover_exactly_the_families() -> None:
         | reasons.REJECT_REASONS
         | reasons.TRIVIAL_REASONS
         | reasons.DISCARD_REASONS
+        | reasons.DROP_REASONS
         | reasons.REWARD_REASONS
     )
     assert families == REASON_CODES == set(REASON_MEANINGS)
@@ -149,3 +151,41 @@ def test_every_code_is_documented() -> None:
     text = (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
     missing = [code for code in sorted(REASON_CODES) if f"`{code}`" not in text]
     assert not missing, f"docs/metrics.md does not list the reason codes {missing}"
+
+
+def test_the_drop_reasons_are_the_grade_statuses_of_tests_not_kept() -> None:
+    import typing
+
+    from codea1_env.scoring.grading import GradeStatus
+
+    kept = {"valid", "invalid_kept"}
+    assert set(typing.get_args(GradeStatus)) - kept == reasons.DROP_REASONS
+
+
+def test_every_reason_an_episode_reports_is_a_code(sandbox: Any) -> None:
+    from codea1_env.envs.duel_env import CodeTestDuelEnv
+
+    problem = {
+        "task_id": "custom/div",
+        "prompt": 'def div(a: int, b: int) -> int:\n    """a // b"""',
+        "entry_point": "div",
+        "canonical_solution": "def div(a, b):\n    return a // b\n",
+        "tests": ["assert div(4, 2) == 2"],
+    }
+    suite = "\n".join(
+        [
+            "assert div(4, 2) == 2",
+            "assert div(4, 2) == 2",  # dropped_duplicate
+            "assert div(1, 0) == 0",  # dropped_gt_error
+            "assert div(1, 2) != 3",  # not_equality
+            "print(div)",  # not_assert
+        ]
+    )
+    env = CodeTestDuelEnv(sandbox=sandbox)
+    env.reset(options={"problem": problem})
+    env.step("```python\ndef div(a, b):\n    return a // b\n```")
+    *_, info = env.step(suite)
+    env.close()
+    found = {entry["reason"] for entry in info["rejected"]}
+    assert {"dropped_duplicate", "dropped_gt_error", "not_equality", "not_assert"} <= found
+    assert {reason_code(reason) for reason in found} <= REASON_CODES

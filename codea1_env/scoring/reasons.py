@@ -19,6 +19,8 @@ The families, by where the reason appears:
 * :data:`REJECT_REASONS`: why one statement of a suite is not a test (``Rejected.reason``);
 * :data:`DISCARD_REASONS` and :data:`TRIVIAL_REASONS`: why the referee dropped a parsed test
   (a suite's ``discarded`` entries);
+* :data:`DROP_REASONS`: why the GT correction dropped a test the GT ran (its ``GradeStatus``;
+  a judged suite's ``rejected`` entries and ``info["rejected"]`` carry it);
 * :data:`REWARD_REASONS`: ``CoderReward.reason`` and ``TesterReward.reason``.
 """
 
@@ -29,6 +31,7 @@ from typing import Literal
 
 __all__ = [
     "DISCARD_REASONS",
+    "DROP_REASONS",
     "EMPTY_REASONS",
     "MOVE_REASONS",
     "PARSE_REASONS",
@@ -39,6 +42,7 @@ __all__ = [
     "REWARD_REASONS",
     "TRIVIAL_REASONS",
     "DiscardReason",
+    "DropReason",
     "MoveReason",
     "ParseReason",
     "ProgramReason",
@@ -100,6 +104,10 @@ TrivialReason = Literal["self_referential", "copied_from_prompt", "always_passes
 DiscardReason = Literal["trivial", "bad_arguments"]
 """Why the referee dropped a parsed test before running it."""
 
+DropReason = Literal["dropped_gt_error", "dropped_duplicate"]
+"""Why the GT correction dropped a test after the GT ran it (the ``GradeStatus`` of a test not
+kept; a suite's ``rejected`` entries carry it)."""
+
 RewardReason = Literal["no_tests", "candidate_did_not_run"]
 """Why a reward is 0 by rule."""
 
@@ -110,6 +118,7 @@ REJECT_REASONS: frozenset[str] = frozenset(typing.get_args(RejectReason))
 """Every value ``Rejected.reason`` can take (the ``"missing_*"`` ones are for stdio pairs)."""
 TRIVIAL_REASONS: frozenset[str] = frozenset(typing.get_args(TrivialReason))
 DISCARD_REASONS: frozenset[str] = frozenset(typing.get_args(DiscardReason))
+DROP_REASONS: frozenset[str] = frozenset(typing.get_args(DropReason))
 REWARD_REASONS: frozenset[str] = frozenset(typing.get_args(RewardReason))
 
 EMPTY_REASONS: frozenset[str] = frozenset(
@@ -152,6 +161,10 @@ REASON_MEANINGS: dict[str, str] = {
     "copied_from_prompt": "the test's call appears in the prompt (copied from its examples)",
     "always_passes": "every candidate has passed this call so far",
     "bad_arguments": "the call's arguments did not evaluate to literals (detail: the error)",
+    "dropped_gt_error": "the test's call failed on the GT (raised, timed out...): not kept, "
+    "counted invalid",
+    "dropped_duplicate": "the test repeats an earlier one (same call, same GT value): not kept, "
+    "counted invalid",
 }
 """Every reason code and what it means."""
 
