@@ -143,3 +143,23 @@ def test_legacy_path_reexports(module: str, names: tuple[str, ...]) -> None:
     assert set(names) <= set(imported.__all__), f"{module}.__all__ lacks {names}"
     for name in imported.__all__:
         assert getattr(imported, name) is not None
+
+
+def test_every_subpackage_lists_its_modules() -> None:
+    # docs/ARCHITECTURE.md: "Each subpackage is one layer; its __init__.py lists its modules".
+    import ast
+
+    missing = []
+    for init in sorted(
+        [*ROOT.glob("codea1_env/*/__init__.py"), *ROOT.glob("agents/*/__init__.py")]
+    ):
+        package = init.parent
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        names = [p.stem for p in package.glob("*.py") if p.stem != "__init__"]
+        names += [p.name for p in package.iterdir() if (p / "__init__.py").is_file()]
+        missing += [
+            f"{package.relative_to(ROOT)}/{name}"
+            for name in names
+            if f".{name}`" not in doc and f"`{name}" not in doc
+        ]
+    assert not missing, f"modules no __init__.py docstring names: {missing}"

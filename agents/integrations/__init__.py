@@ -16,6 +16,11 @@
 * :mod:`agents.integrations.verl_data`: verl's parquet data builders (coder and tester roles).
 * :mod:`agents.integrations.verl_manager`: verl 0.9.1's reward manager ``codea1`` (imports verl;
   loaded by verl through the ``verl.plugins`` entry point), batching samples into one referee call.
+* :mod:`agents.integrations.trl`: the env's scoring as a TRL ``GRPOTrainer`` reward function.
+* :mod:`agents.integrations.verifiers_env`: the duel as a ``verifiers`` 0.4 multi-agent
+  environment (``vf-eval codea1-duel``).
+* :mod:`agents.integrations.options`: names and limits the adapters share, importable without
+  loading the env (for the CLI).
 
 See ``docs/integrations.md`` for each engine's command line.
 """

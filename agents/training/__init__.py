@@ -8,6 +8,7 @@
 * :mod:`.roles`: the two roles as the trainer samples them;
 * :mod:`.grpo`: the GRPO loss, as pure tensor functions;
 * :mod:`.rollout`: rollout samples as token sequences, and their log-probabilities;
+* :mod:`.rollout_weights`: a low-precision copy of a trained model for the rollouts;
 * :mod:`.sft`: the supervised warm start (the loop and the run's plan of roles);
 * :mod:`.heldout_eval`: the before/after evaluation on a held-out problem set;
 * :mod:`.checkpoint`: atomic checkpoints and the trainer's state in them;

