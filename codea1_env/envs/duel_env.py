@@ -172,7 +172,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         """Start a duel on a problem drawn from the source (or given in ``options``)."""
         super().reset(seed=seed)
         self._duel = self.host.new_duel(self.np_random, options)
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -188,7 +188,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         else:
             duel.play_tests(action, self.max_action_chars)
         reward = self.host.score([duel])[0].rewards[mover] if duel.finished else 0.0
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(duel), reward, duel.finished, False, self._info()
 
     def render(self) -> str | None:
@@ -198,10 +198,6 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         mode has it (no ``render()`` call needed).
         """
         return show_duel(self._duel, self.render_mode)
-
-    def _show(self) -> None:
-        if self.render_mode == "human":
-            self.render()
 
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
@@ -255,6 +251,12 @@ def check_render_mode(view: Any, render_mode: str | None) -> str | None:
             f"got {render_mode!r}"
         )
     return render_mode
+
+
+def print_if_human(duel: Duel | None, render_mode: str | None) -> None:
+    """Print the duel in ``"human"`` mode: what every view's ``reset`` and ``step`` do then."""
+    if render_mode == "human":
+        show_duel(duel, render_mode)
 
 
 def show_duel(duel: Duel | None, render_mode: str | None) -> str | None:

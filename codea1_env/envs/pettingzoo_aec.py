@@ -23,7 +23,7 @@ from typing import Any
 
 from gymnasium.utils import seeding
 
-from codea1_env.envs.duel_env import check_render_mode, duel_info, show_duel
+from codea1_env.envs.duel_env import check_render_mode, duel_info, print_if_human, show_duel
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
 from codea1_env.game.host import DuelHost
 from codea1_env.game.spaces import action_space, observation_space, observe
@@ -119,8 +119,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         self._init_dicts()
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()
-        if self.render_mode == "human":
-            self.render()
+        print_if_human(self._duel, self.render_mode)
 
     def step(self, action: Any) -> None:
         """Play the selected agent's move (``None`` for an agent that is done).
@@ -153,8 +152,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
             self.infos = {name: duel_info(self._duel) for name in self.agents}
         self.agent_selection = self._selector.next()
         self._accumulate_rewards()
-        if self.render_mode == "human":
-            self.render()
+        print_if_human(self._duel, self.render_mode)
 
     def render(self) -> str | None:
         """Text picture of the duel."""

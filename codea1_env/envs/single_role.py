@@ -16,7 +16,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from codea1_env.envs.duel_env import check_render_mode, duel_info, show_duel
+from codea1_env.envs.duel_env import check_render_mode, duel_info, print_if_human, show_duel
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role, gt_suite
 from codea1_env.game.host import DuelHost
 from codea1_env.game.spaces import action_space, observation_space, observe
@@ -75,10 +75,6 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         """
         return show_duel(self._duel, self.render_mode)
 
-    def _show(self) -> None:
-        if self.render_mode == "human":
-            self.render()
-
     def close(self) -> None:
         """Stop the sandbox if this env started it."""
         self.host.close()
@@ -136,7 +132,7 @@ class CoderEnv(_OneStepEnv):
         """Draw a problem; the coder moves."""
         super().reset(seed=seed)
         self._duel = self.host.new_duel(self.np_random, options)
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(self._duel), duel_info(self._duel)
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -147,7 +143,7 @@ class CoderEnv(_OneStepEnv):
             duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
         outcome = self.host.score([duel])[0]
         outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)
 
     def _fixed_tests(self, problem: Problem) -> str:
@@ -216,7 +212,7 @@ class TesterEnv(_OneStepEnv):
         self._duel = self.host.new_duel(self.np_random, options)
         program, self._candidate = self._draw_candidate(self._duel.problem)
         self.host.play_code(self._duel, program, self.max_action_chars)
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(self._duel), self._info()
 
     def step(self, action: Any) -> tuple[dict[str, Any], SupportsFloat, bool, bool, dict[str, Any]]:
@@ -224,7 +220,7 @@ class TesterEnv(_OneStepEnv):
         duel = self._require_live()
         duel.play_tests(action, self.max_action_chars)
         outcome = self.host.score([duel])[0]
-        self._show()
+        print_if_human(self._duel, self.render_mode)
         return observe(duel, Role.TESTER), outcome.rewards["tester"], True, False, self._info()
 
     def _draw_candidate(self, problem: Problem) -> tuple[str, str]:
