@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -217,6 +218,31 @@ def test_unknown_reset_options_warn_and_a_non_dict_is_refused(sandbox):
     with pytest.raises(ValueError, match="not both"):
         venv.reset(options={"problem_ids": ["bank/clamp"] * 2, "problem": PROBLEM})
     venv.close()
+
+
+def test_unknown_reset_options_are_reported_at_the_callers_line(sandbox):
+    """Through gym.make's wrappers too (a fixed stacklevel pointed into game/host.py there)."""
+    from gymnasium.wrappers import RecordEpisodeStatistics
+
+    from codea1_env.envs.pettingzoo_aec import CodeTestDuelAEC
+    from codea1_env.envs.single_role import CoderEnv
+
+    views: dict[str, Any] = {
+        "direct": CodeTestDuelEnv(sandbox=sandbox),
+        "gym.make": gym.make("CodeTestDuel-v0", sandbox=sandbox),
+        "gym.make + wrapper": RecordEpisodeStatistics(gym.make("CodeTestDuel-v0", sandbox=sandbox)),
+        "vector": codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=2, sandbox=sandbox),
+        "coder": CoderEnv(sandbox=sandbox),
+        "aec": CodeTestDuelAEC(sandbox=sandbox),
+    }
+    for name, env in views.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            env.reset(seed=0, options={"problme_id": "bank/clamp"})
+        unknown = [w for w in caught if "unknown key(s)" in str(w.message)]
+        assert len(unknown) == 1, name
+        assert unknown[0].filename == __file__, (name, unknown[0].filename)
+        env.close()
 
 
 def test_vector_env_seed_lists_use_every_seed(sandbox):

@@ -5,5 +5,6 @@
 * :mod:`.policy`: :class:`~.policy.Policy`, the interface every player implements;
 * :mod:`.anonymize`: the code the tester reads, stripped of names, comments and docstrings;
 * :mod:`.host`: the host every view shares: constructor arguments turned into the problem
-  picker, the referee and the mistake book (:class:`~.host.DuelHost`).
+  picker, the referee and the mistake book (:class:`~.host.DuelHost`);
+* :mod:`.caller`: warnings about what a caller passed, shown at the caller's line.
 """

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from codea1_env.game.caller import warn_at_caller
 from codea1_env.game.duel import Duel, DuelOutcome, fixed_tester, score_duels
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, SqliteMistakeBook
 from codea1_env.problems import Problem, ProblemSource, load_source, problem_from_dict
@@ -107,11 +107,9 @@ def check_reset_options(
     unknown = [key for key in options if key not in known]
     if not unknown:
         return options
-    warnings.warn(
+    warn_at_caller(
         f"reset(options=...): unknown key(s) {', '.join(sorted(map(repr, unknown)))} ignored; "
-        f"known: {', '.join(known)}",
-        UserWarning,
-        stacklevel=3,
+        f"known: {', '.join(known)}"
     )
     return {key: value for key, value in options.items() if key in known}
 
