@@ -202,7 +202,7 @@ def trl(
 
     from agents.integrations.trl import make_trl_reward
     from agents.lm.models import load_tokenizer
-    from examples.trl_grpo import build_dataset
+    from examples.trl_grpo import build_dataset, checkpointing_off
 
     times: list[float] = []
 
@@ -228,7 +228,7 @@ def trl(
         output_dir=str(work / "trl"),
         use_cpu=True,
         report_to="none",
-        gradient_checkpointing=False,
+        **checkpointing_off(GRPOConfig),
         max_steps=args.warmup + args.steps,
         per_device_train_batch_size=batch,
         num_generations=args.group_size,

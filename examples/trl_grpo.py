@@ -15,9 +15,23 @@ reward function puts back in front of each completion (``answer_prefix``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import tempfile
 from pathlib import Path
 from typing import Any
+
+
+def checkpointing_off(config_class: type) -> dict[str, Any]:
+    """``config_class``'s keyword that turns activation checkpointing off, under its current name.
+
+    transformers renamed ``gradient_checkpointing`` to ``activation_checkpointing`` (the old name
+    warns that it goes in v6) and TRL's configs still default the old one to True; earlier
+    transformers have only the old name.
+    """
+    names = {f.name for f in dataclasses.fields(config_class)}
+    if "activation_checkpointing" in names:
+        return {"activation_checkpointing": False}
+    return {"gradient_checkpointing": False}
 
 
 def build_dataset(problems: list[Any], compact: bool) -> Any:
@@ -75,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         output_dir=str(output_dir),
         use_cpu=compact,
         report_to="none",
-        gradient_checkpointing=False,
+        **checkpointing_off(GRPOConfig),
         max_steps=args.steps,
         per_device_train_batch_size=args.num_generations,
         num_generations=args.num_generations,
