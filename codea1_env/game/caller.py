@@ -13,11 +13,10 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from pathlib import Path
 
 __all__ = ["library_prefixes", "warn_at_caller"]
 
-_OWN = str(Path(__file__).resolve().parents[1]) + os.sep
+_OWN = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _WRAPPING_PACKAGES = ("gymnasium", "pettingzoo")
 
 
@@ -28,7 +27,7 @@ def library_prefixes() -> tuple[str, ...]:
         module = sys.modules.get(name)
         location = getattr(module, "__file__", None)
         if location:
-            prefixes.append(str(Path(location).resolve().parent) + os.sep)
+            prefixes.append(os.path.dirname(os.path.realpath(location)) + os.sep)
     return tuple(prefixes)
 
 
@@ -45,18 +44,9 @@ def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
     prefixes = library_prefixes()
     frame = sys._getframe(0)  # this function: stacklevel 1
     level = 1
-    while frame.f_back is not None and _resolved(frame.f_code.co_filename).startswith(prefixes):
+    while frame.f_back is not None and os.path.realpath(frame.f_code.co_filename).startswith(
+        prefixes
+    ):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
-
-
-_RESOLVED: dict[str, str] = {}
-
-
-def _resolved(filename: str) -> str:
-    """``filename`` made absolute with links resolved (code objects keep it as imported)."""
-    found = _RESOLVED.get(filename)
-    if found is None:
-        found = _RESOLVED[filename] = str(Path(filename).resolve())
-    return found

@@ -31,7 +31,7 @@ REPLACEMENT = "\ufffd"
 
 def _charset() -> str:
     chars = [chr(c) for c in range(0x20, 0x10000) if chr(c).isprintable()]
-    return "\n\t" + "".join(chars)  # U+FFFD (REPLACEMENT) is printable: it is in
+    return "\n\t" + "".join(chars)  # REPLACEMENT (U+FFFD) is printable, so it is among them
 
 
 TEXT_CHARSET = _charset()

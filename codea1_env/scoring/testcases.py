@@ -63,7 +63,7 @@ from __future__ import annotations
 import ast
 import copy
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codea1_env.scoring.canonical import canonical_cases
@@ -214,9 +214,16 @@ def parse_tests(
         return ParsedTests((), (), "", "empty")
     blocks = extract_fenced_blocks(text, PYTHON_TAGS) or extract_fenced_blocks(text, ("",))
     code, cut_off = cut_at_line("\n".join(blocks) if blocks else text, max_chars)
-    truncated = cut_off is not None
+    parsed = _parse_code(code, entry_point, max_cases, inline)
+    if cut_off is None:
+        return parsed
+    return replace(parsed, rejected=(*parsed.rejected, cut_off), truncated=True)
+
+
+def _parse_code(code: str, entry_point: str, max_cases: int, inline: InlinePolicy) -> ParsedTests:
+    """:func:`parse_tests` on the code already extracted and cut to ``max_chars``."""
     if not code.strip():
-        return ParsedTests((), (cut_off,) if cut_off else (), code, "no_code", truncated)
+        return ParsedTests((), (), code, "no_code")
     if inline not in INLINE_POLICIES:
         raise ValueError(f"parse_tests: inline must be one of {INLINE_POLICIES}, got {inline!r}")
     if inline == "arguments":  # a canonical suite needs no syntax tree (see canonical.py)
@@ -225,26 +232,26 @@ def parse_tests(
         )
         if found is not None:
             cases_found, dropped = found
-            rejected = [
-                Rejected(line, clip_source(source), reason) for line, source, reason in dropped
-            ]
-            if cut_off is not None:
-                rejected.append(cut_off)
-            cases = tuple(TestCase(*case) for case in cases_found)
-            return ParsedTests(cases, tuple(rejected), code, "", truncated)
-    return _parse_statements(code, entry_point, max_cases, inline, cut_off)
+            return ParsedTests(
+                tuple(TestCase(*case) for case in cases_found),
+                tuple(
+                    Rejected(line, clip_source(source), reason) for line, source, reason in dropped
+                ),
+                code,
+                "",
+            )
+    return _parse_statements(code, entry_point, max_cases, inline)
 
 
 def _parse_statements(
-    code: str, entry_point: str, max_cases: int, inline: InlinePolicy, cut_off: Rejected | None
+    code: str, entry_point: str, max_cases: int, inline: InlinePolicy
 ) -> ParsedTests:
     """:func:`parse_tests` with :mod:`ast`, statement by statement (every suite can take it)."""
     statements, syntax_rejects = _split_statements(code)
     parser = _SuiteParser(entry_point, max_cases, anywhere=inline == "anywhere")
     for stmt, line, source in statements:
         parser.feed(stmt, line, source)
-    tail = [cut_off] if cut_off is not None else []
-    rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line) + tail
+    rejected = sorted(syntax_rejects + parser.rejected, key=lambda r: r.line)
     cases = tuple(parser.cases)
     reason = ""
     if not cases:
@@ -254,7 +261,7 @@ def _parse_statements(
             reason = "no_asserts"
         else:
             reason = "no_valid_asserts"
-    return ParsedTests(cases, tuple(rejected), code, reason, cut_off is not None)
+    return ParsedTests(cases, tuple(rejected), code, reason)
 
 
 def _split_statements(code: str) -> tuple[list[tuple[ast.stmt, int, str]], list[Rejected]]:
