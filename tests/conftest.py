@@ -2,12 +2,58 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
 from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Sandbox
+
+OUR_PACKAGES = ("codea1_env", "agents", "tests", "examples", "benchmarks")
+"""Top-level names of this repository's code: a missing one is a bug, never a missing extra."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "requires(*modules): skip unless these optional third-party modules are installed "
+        "(they come with an extra: pip install 'codea1[train,dev]')",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("requires"):
+        missing = [name for name in mark.args if importlib.util.find_spec(name) is None]
+        if missing:
+            pytest.skip(f"needs {', '.join(missing)}, not installed (an extra of codea1)")
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The third-party module whose absence raised ``exc``, or None.
+
+    Our modules re-raise a missing optional dependency as an ``ImportError`` that names the extra
+    (``from`` the ``ModuleNotFoundError``), so the chain of causes is followed.
+    """
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ModuleNotFoundError) and seen.name:
+            top = seen.name.split(".")[0]
+            return None if top in OUR_PACKAGES else seen.name
+        seen = seen.__cause__
+    return None
+
+
+@pytest.fixture
+def skip_if_extra_missing() -> Callable[[BaseException], None]:
+    """Skip the test when ``exc`` comes from an optional module that is not installed."""
+
+    def check(exc: BaseException) -> None:
+        name = missing_extra(exc)
+        if name is not None:
+            pytest.skip(f"needs {name}, not installed (an extra of codea1): {exc}")
+
+    return check
 
 
 class CountingSandbox:

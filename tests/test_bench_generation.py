@@ -7,7 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_generation.py"
+
+
+pytestmark = pytest.mark.requires("torch", "transformers")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -186,6 +186,7 @@ def test_evaluate_policies_checks_sampling_settings_first() -> None:
         ["--device", "tpu"],
     ],
 )
+@pytest.mark.requires("torch")
 def test_train_checks_its_input_before_writing_the_run_directory(
     flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -203,6 +204,7 @@ def test_train_checks_its_input_before_writing_the_run_directory(
         (str(DATA / "bad_json.jsonl"), "is a file, not a model directory"),
     ],
 )
+@pytest.mark.requires("torch")
 def test_train_checks_the_model_spec_before_writing_the_run_directory(
     model: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -212,6 +214,7 @@ def test_train_checks_the_model_spec_before_writing_the_run_directory(
     assert not run_dir.exists()
 
 
+@pytest.mark.requires("torch")
 def test_a_resume_checks_its_input_before_rewriting_config_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

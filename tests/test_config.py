@@ -361,6 +361,7 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path: Path) -> None:
     assert latest_checkpoint(tmp_path) == latest
 
 
+@pytest.mark.requires("torch")
 def test_rng_state_round_trip() -> None:
     import random
 
@@ -373,6 +374,7 @@ def test_rng_state_round_trip() -> None:
     assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == first
 
 
+@pytest.mark.requires("torch")
 def test_metrics_jsonl_resume_drops_later_steps(tmp_path: Path) -> None:
     with MetricsLogger(tmp_path, tensorboard=False) as log:
         for step in (1, 2, 3, 4):

@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import torch
 
 from agents.training.config import from_preset

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import doctest
 import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,16 +40,38 @@ def test_the_scan_finds_the_known_examples() -> None:
     assert len(MODULES) >= 8
 
 
+class _Runner(doctest.DocTestRunner):
+    """A doctest runner that keeps the exceptions its examples raised."""
+
+    raised: list[BaseException]
+
+    def report_unexpected_exception(self, out: Any, test: Any, example: Any, exc_info: Any) -> None:
+        self.raised.append(exc_info[1])
+        super().report_unexpected_exception(out, test, example, exc_info)
+
+
 @pytest.mark.parametrize("name", MODULES)
-def test_docstring_examples_run(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docstring_examples_run(
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    skip_if_extra_missing: Callable[[BaseException], None],
+) -> None:
     monkeypatch.chdir(tmp_path)  # examples that write (output_dir="runs/...") write here
-    module = importlib.import_module(name)
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        skip_if_extra_missing(exc)
+        raise
     finder = doctest.DocTestFinder(exclude_empty=True)
-    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner = _Runner(optionflags=doctest.ELLIPSIS)
+    runner.raised = []
     examples = 0
     for test in finder.find(module, name, globs=vars(module).copy()):
         examples += len(test.examples)
         runner.run(test)
     result = runner.summarize(verbose=False)
+    for raised in runner.raised:  # an example that needs an extra this install lacks
+        skip_if_extra_missing(raised)
     assert examples > 0, f"{name}: the file holds '>>>' but doctest found no example"
     assert result.failed == 0, f"{name}: {result.failed} of {result.attempted} examples failed"

@@ -39,6 +39,7 @@ def test_example_runs(script, expect):
     assert expect in run(script)
 
 
+@pytest.mark.requires("stable_baselines3", "torch")
 def test_sb3_ppo_runs_on_the_token_env():
     out = run("examples/sb3_token_tester.py", "--timesteps", "512")
     assert "a trained tester's text" in out
@@ -66,6 +67,7 @@ def test_duel_cli_prints_a_table_and_json(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.requires("torch", "transformers")
 def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:
     out_dir = tmp_path / "paper_table"
     # two seeds at a time (worker processes), 1 RL step, a tiny warm start, two problems

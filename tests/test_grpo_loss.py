@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import torch
 
 from agents.training.grpo import (

@@ -43,6 +43,8 @@ OBS: dict[str, Any] = {
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("transformers", reason="needs the train extra")
+    pytest.importorskip("torch", reason="needs the train extra")
     directory = tmp_path_factory.mktemp("tiny-model")
     tokenizer = load_tiny_tokenizer()
     tokenizer.chat_template = CHAT_TEMPLATE
@@ -228,6 +230,7 @@ def test_retries_a_busy_server_then_succeeds() -> None:
         httpd.server_close()
 
 
+@pytest.mark.requires("torch", "transformers")
 def test_chat_without_template_is_a_clear_client_error() -> None:
     tokenizer = load_tiny_tokenizer()
     service = CompletionService(build_tiny_model("nano", tokenizer), tokenizer, NAME)

@@ -90,10 +90,17 @@ def _import(module: str) -> Any:
     """Import ``module``; skip when it needs a third-party package that is not installed."""
     try:
         return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] not in PACKAGES:
-            pytest.skip(f"{module} needs {exc.name}, not installed here")
+    except ImportError as exc:
+        _skip_if_extra_missing(module, exc)
         raise
+
+
+def _skip_if_extra_missing(module: str, exc: ImportError) -> None:
+    """Skip when ``exc`` is a third-party module missing (our modules re-raise it naming it)."""
+    cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+    name = cause.name if isinstance(cause, ModuleNotFoundError) else None
+    if name and name.split(".")[0] not in PACKAGES:
+        pytest.skip(f"{module} needs {name}, not installed here")
 
 
 def resolve(path: str) -> Any:
@@ -102,9 +109,12 @@ def resolve(path: str) -> Any:
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
         try:
-            spec = importlib.util.find_spec(module)
+            spec = importlib.util.find_spec(module)  # imports the packages above ``module``
         except ModuleNotFoundError:
             spec = None
+        except ImportError as exc:
+            _skip_if_extra_missing(module, exc)
+            raise
         if spec is None:
             continue
         obj = _import(module)

@@ -35,6 +35,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 from agents.training.config import from_preset
 from agents.training.trainer import Trainer
 from codea1_env.problems import ProceduralSource

@@ -12,6 +12,9 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]

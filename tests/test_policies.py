@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import torch
 
 from agents.lm import transformers_lm

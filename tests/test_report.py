@@ -57,6 +57,7 @@ def test_load_run_skips_torn_lines(tmp_path: Path) -> None:
         load_run(tmp_path / "missing")
 
 
+@pytest.mark.requires("matplotlib")
 def test_plots_are_pngs(tmp_path: Path) -> None:
     data = load_run(_fake_run(tmp_path / "run"))
     plots = plot_run(data.rows, tmp_path / "out")
@@ -66,6 +67,7 @@ def test_plots_are_pngs(tmp_path: Path) -> None:
         assert path.stat().st_size > 5000  # a drawn figure, not an empty canvas
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_page_is_self_contained_and_flags_the_monitor(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
     duel = {
@@ -89,6 +91,7 @@ def test_report_page_is_self_contained_and_flags_the_monitor(tmp_path: Path) -> 
     assert monitor_flags(load_run(run).rows) == {"monitor/early_exit": 2.0}
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_without_duels_or_flags_says_so(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run", flagged_step=None)
     text = write_report(run, tmp_path / "elsewhere", duels=0).read_text()
@@ -96,6 +99,7 @@ def test_report_without_duels_or_flags_says_so(tmp_path: Path) -> None:
     assert "No example duels" in text
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
     report_cli.add_arguments(parser)
@@ -123,6 +127,7 @@ def test_ema_is_tensorboards_debiased_moving_average() -> None:
             ema([1.0, 2.0], weight)
 
 
+@pytest.mark.requires("matplotlib")
 def test_plotted_curves_are_smoothed_over_raw_with_eval_markers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -194,6 +199,7 @@ def test_pick_duels_shows_a_broken_code_duel_when_the_logs_hold_one() -> None:
     assert [d["task_id"] for d in pick_duels(duels[3:], 2)] == ["bank/ok9", "bank/replayed"]
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_table_holds_the_broken_duel_and_says_when_there_is_none(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
     logged = [_duel(f"bank/ok{i}", [True]) for i in range(20)]
@@ -210,6 +216,7 @@ def test_report_table_holds_the_broken_duel_and_says_when_there_is_none(tmp_path
     assert "tester broke the code:" not in text
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_escapes_model_text(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run")
     evil = _duel("bank/<script>alert(1)</script>", [False])
@@ -219,6 +226,7 @@ def test_report_escapes_model_text(tmp_path: Path) -> None:
     assert "<script>" not in text and "&lt;script&gt;alert(2)" in text
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import agents.evaluation.plots as plots
 
@@ -244,6 +252,7 @@ def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPat
             parser.parse_args([str(run), "--smoothing", bad])
 
 
+@pytest.mark.requires("matplotlib", "torch", "transformers")
 def test_report_plays_duels_on_a_procedural_family_run(tmp_path: Path) -> None:
     """A run on ``procedural:SEED:SPLIT:FAMILY`` (the tiny preset's spec) gets played duels."""
     from agents.training.config import from_preset

@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import torch
 
 from agents.training.checkpoint import latest_checkpoint

@@ -32,6 +32,8 @@ MESSAGES = [{"role": "user", "content": "def add(a: int, b: int) -> int:"}]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Build a tiny chat model, start ``python -m agents.serve`` on a free port; always stop it."""
+    pytest.importorskip("transformers", reason="needs the train extra")
+    pytest.importorskip("torch", reason="needs the train extra")
     model_dir = tmp_path_factory.mktemp("tiny-chat-model")
     tokenizer = load_tiny_tokenizer()
     tokenizer.chat_template = CHAT_TEMPLATE

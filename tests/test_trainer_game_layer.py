@@ -16,6 +16,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 import codea1_env  # noqa: F401  (registers CodeTestDuel-v0)
 from agents.lm.interfaces import Generation, SamplingParams
 from agents.training.config import TrainConfig, from_preset

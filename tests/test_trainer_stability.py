@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 from agents.evaluation.evaluate import EvalSettings, load_policy
 from agents.training.config import TrainConfig, from_preset
 from agents.training.metrics import read_metrics

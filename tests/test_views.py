@@ -150,6 +150,7 @@ def test_tester_env_draws_gt_or_mutants(sandbox):
     env.close()
 
 
+@pytest.mark.requires("stable_baselines3")
 def test_token_env_passes_sb3_check_env(sandbox):
     from stable_baselines3.common.env_checker import check_env as sb3_check_env
 

@@ -14,6 +14,8 @@ from typing import Literal
 import numpy as np
 import pytest
 
+pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+
 from agents.training.config import TrainConfig, add_config_arguments, config_from_args, from_preset
 from agents.training.trainer import Trainer
 from codea1_env.problems import EDGE_TESTS, FAMILIES, ProceduralSource
