@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import platform
 import signal
 import time
 
@@ -23,7 +24,12 @@ from codea1_env.sandbox.base import (
 from codea1_env.sandbox.confinement import usable_bwrap
 from codea1_env.sandbox.driver import MAX_TIMEOUTS_PER_JOB
 from codea1_env.sandbox.factory import make_sandbox
-from codea1_env.sandbox.layers import DEFAULT_REQUIRED_LAYERS, LAYERS, REQUIRE_ENV
+from codea1_env.sandbox.layers import (
+    DEFAULT_REQUIRED_LAYERS,
+    LAYERS,
+    REQUIRE_ENV,
+    python_versions,
+)
 from codea1_env.sandbox.local import LocalSandbox
 from codea1_env.sandbox.worker.plain import values_equal
 
@@ -335,6 +341,15 @@ def test_isolation_report_names_every_layer(sandbox: LocalSandbox) -> None:
     assert set(report.layers) == set(LAYERS)
     assert report.missing(DEFAULT_REQUIRED_LAYERS) == []
     assert "local" in str(report)
+    # the Python that runs the programs: the zygote's, this interpreter (sys.executable)
+    assert report.python == platform.python_version()
+    assert f"on Python {report.python}:" in str(report)
+
+
+def test_the_reported_python_versions_are_sorted_and_only_versions() -> None:
+    versions = ["3.11.7", "3.10.13", "3.11.7", None, "3.11.7; rm -rf /", "3.13.0rc1", 3.9]
+    assert python_versions(versions) == "3.10.13, 3.11.7, 3.13.0rc1"
+    assert python_versions([]) == ""
 
 
 @pytest.mark.skipif(not (HAS_BWRAP and IS_ROOT), reason="needs bubblewrap and root")

@@ -7,6 +7,7 @@ test is skipped and the reason is printed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 import uuid
@@ -90,6 +91,7 @@ def test_isolation_report(box) -> None:
     assert report.backend == "docker"
     assert set(report.layers) == set(LAYERS)
     assert report.missing(list(LAYERS)) == [], report.notes
+    assert re.fullmatch(r"3\.\d+\.\d+\w*", report.python), report.python  # the image's Python
 
 
 def test_hostile_programs_are_contained(box) -> None:

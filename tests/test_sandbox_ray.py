@@ -91,6 +91,7 @@ def test_pool_satisfies_the_protocol_and_reports_local_isolation(
     report = pool.isolation()
     assert report.backend == "ray"
     assert report.layers == local.isolation().layers
+    assert report.python == local.isolation().python != ""  # the actors' Python (this one)
     assert report.missing(pool.required) == []
     info = pool.actor_info()
     assert len(info) == 2 and all(item["workers"] == 1 for item in info)

@@ -193,11 +193,16 @@ class IsolationReport:
         layers: Layer name -> active, for example ``{"rlimits": True, "seccomp": True,
             "unprivileged_uid": True, "net_namespace": True, "mount_namespace": False}``.
         notes: Why a layer is off, one line per layer.
+        python: The version of the Python that runs the programs (``"3.11.7"``), from the
+            workers' probes; where workers differ, every version, sorted and joined by
+            ``", "``; ``""`` when not known. A program's values, and so its verdicts, can
+            depend on it (``sum()`` of floats changed in 3.12; see the README's Sandbox).
     """
 
     backend: str
     layers: dict[str, bool]
     notes: tuple[str, ...] = ()
+    python: str = ""
 
     def missing(self, required: Sequence[str]) -> list[str]:
         """Return the layers from ``required`` that are not active."""
@@ -206,7 +211,8 @@ class IsolationReport:
     def __str__(self) -> str:
         on = ", ".join(k for k, v in self.layers.items() if v) or "none"
         off = ", ".join(k for k, v in self.layers.items() if not v) or "none"
-        return f"{self.backend} sandbox: active [{on}]; inactive [{off}]"
+        on_python = f" on Python {self.python}" if self.python else ""
+        return f"{self.backend} sandbox{on_python}: active [{on}]; inactive [{off}]"
 
 
 @runtime_checkable

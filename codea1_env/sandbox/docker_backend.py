@@ -32,7 +32,12 @@ from codea1_env.sandbox.base import IsolationReport, Limits, SandboxUnavailable
 from codea1_env.sandbox.child import WorkerBroken, limits_message
 from codea1_env.sandbox.confinement import worker_files
 from codea1_env.sandbox.driver import ZygoteClient, job_environment, zygote_config
-from codea1_env.sandbox.layers import REQUIRE_ENV, layers_from_probes, resolve_required
+from codea1_env.sandbox.layers import (
+    REQUIRE_ENV,
+    layers_from_probes,
+    python_versions,
+    resolve_required,
+)
 from codea1_env.sandbox.local import DEFAULT_PREIMPORT
 from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
 from codea1_env.sandbox.seccomp_policy import compile_policy_or_none
@@ -294,13 +299,14 @@ class DockerSandbox(PooledSandbox):
                 writable_canaries=["/sandbox", "/run/codea1"],
             )
             self._workers.append(_DockerWorker(self, i, config))
-        combined = layers_from_probes(
-            ((worker.start(), worker.config["uid"]) for worker in self._workers),
-            probe_limits,
-            None,
-            notes,
+        probes = [(worker.start(), worker.config["uid"]) for worker in self._workers]
+        combined = layers_from_probes(probes, probe_limits, None, notes)
+        self._report = IsolationReport(
+            backend="docker",
+            layers=combined,
+            notes=tuple(notes),
+            python=python_versions(facts.get("python") for facts, _ in probes),
         )
-        self._report = IsolationReport(backend="docker", layers=combined, notes=tuple(notes))
         missing = self._report.missing(self.required)
         if missing:
             raise SandboxUnavailable(

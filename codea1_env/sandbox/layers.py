@@ -10,6 +10,7 @@ see or write...). :func:`layers_from_facts` turns those observations into the
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -173,6 +174,16 @@ def layers_from_facts(
     for extra in facts.get("zygote_notes", []):
         notes.append(str(extra))
     return layers, notes
+
+
+def python_versions(versions: Iterable[Any]) -> str:
+    """The Pythons that run the programs, as :attr:`IsolationReport.python` gives them.
+
+    ``versions``: each worker's reported version (its probe's ``"python"``, or a backend's
+    report); anything that is not a short version string is left out.
+    """
+    found = {v for v in versions if isinstance(v, str) and re.fullmatch(r"\d+\.\d+\.\d+\w*", v)}
+    return ", ".join(sorted(found, key=lambda v: [int(x) for x in re.findall(r"\d+", v)]))
 
 
 def layers_from_probes(

@@ -82,6 +82,7 @@ from codea1_env.sandbox.layers import (
     DEFAULT_REQUIRED_LAYERS,
     REQUIRE_ENV,
     layers_from_probes,
+    python_versions,
     resolve_required,
 )
 from codea1_env.sandbox.pool import PooledSandbox, WorkerPool
@@ -506,7 +507,10 @@ class LocalSandbox(PooledSandbox):
             all_notes,
         )
         self._report = IsolationReport(
-            backend=f"local/{plan.confinement}", layers=combined, notes=tuple(all_notes)
+            backend=f"local/{plan.confinement}",
+            layers=combined,
+            notes=tuple(all_notes),
+            python=python_versions(f.get("python") for f, _ in facts),
         )
         missing = self._report.missing(self.required)
         if missing:

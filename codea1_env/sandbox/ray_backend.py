@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codea1_env.sandbox.base import IsolationReport, Job, JobResult, SandboxUnavailable
-from codea1_env.sandbox.layers import resolve_required
+from codea1_env.sandbox.layers import python_versions, resolve_required
 from codea1_env.sandbox.pool import check_jobs
 
 __all__ = ["CHUNKS_IN_FLIGHT", "RAY_EXTRA", "RaySandbox", "SandboxActor", "job_time_bound"]
@@ -166,7 +166,8 @@ def _combine_reports(infos: Sequence[Mapping[str, Any]]) -> IsolationReport:
     ]
     for report in reports:
         notes.extend(note for note in report.notes if note not in notes)
-    return IsolationReport(backend="ray", layers=layers, notes=tuple(notes))
+    python = python_versions(v for r in reports for v in r.python.split(", "))
+    return IsolationReport(backend="ray", layers=layers, notes=tuple(notes), python=python)
 
 
 class RaySandbox:

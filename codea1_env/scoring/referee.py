@@ -44,7 +44,7 @@ from typing import Any, TypeVar
 
 from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook
 from codea1_env.problems.problem import Problem
-from codea1_env.sandbox.base import CallResult, Job, Limits, Sandbox
+from codea1_env.sandbox.base import CallResult, IsolationReport, Job, Limits, Sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring import arguments, monitor
 from codea1_env.scoring.book import (
@@ -239,6 +239,13 @@ class Referee(Judge):
 
                 self._sandbox = make_sandbox("local")
             return self._sandbox
+
+    def isolation(self) -> IsolationReport:
+        """The sandbox's isolation report (its layers and the Python that runs the programs).
+
+        Starts the sandbox if it has not started yet, as :attr:`sandbox` does.
+        """
+        return self.sandbox.isolation()
 
     def close(self) -> None:
         """Stop the sandbox if this referee owns it. Idempotent.

@@ -78,6 +78,7 @@ def observe(config: dict[str, Any]) -> dict[str, Any]:
         "cwd": os.getcwd(),
         "stdlib_readable": os.access(os.path.dirname(os.__file__), os.R_OK | os.X_OK),
         "unreachable_paths": _unreachable(sys.path),
+        "python": ".".join(map(str, sys.version_info[:3])),  # what runs the programs (the report)
     }
     status = {}
     with open("/proc/self/status") as fh:
