@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +364,18 @@ def test_referee_processes_give_the_same_run(tmp_path: Path) -> None:
 def test_referee_processes_refuse_the_ray_sandbox() -> None:
     with pytest.raises(ValueError, match="referee_processes > 1 needs the local or docker"):
         from_preset("nano", referee_processes=2, sandbox="ray")
+
+
+def test_each_start_records_what_it_runs_on(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    Trainer(from_preset("nano", steps=1, output_dir=str(run)), log=lambda _m: None).train()
+    Trainer(from_preset("nano", steps=2, output_dir=str(run)), log=lambda _m: None).train()
+    records = [json.loads(line) for line in (run / "environment.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [0, 1]  # the fresh start, then the resume at step 1
+    first = records[0]
+    assert first["python"] == platform.python_version() and first["device"] == "cpu"
+    assert first["packages"]["torch"] == torch.__version__
+    assert {"codea1", "transformers", "gymnasium", "numpy"} <= first["packages"].keys()
+    sandbox = first["sandbox"]
+    assert sandbox["backend"].startswith("local") and sandbox["python"] == platform.python_version()
+    assert isinstance(sandbox["layers_off"], list)

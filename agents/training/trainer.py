@@ -65,6 +65,7 @@ from agents.training.distributed import (
     from_environment,
     is_sharded,
 )
+from agents.training.environment import append_environment, environment_record
 from agents.training.groups import GroupedSamples, collapsed, select_tester_codes, step_samples
 from agents.training.heldout_eval import (
     Generate,
@@ -578,6 +579,9 @@ class Trainer:
         cfg = self.config
         history: list[dict[str, Any]] = []
         try:
+            if self.dist.is_main:  # what this (re)start runs on: Python, packages, the sandbox
+                record = environment_record(self.step_count, str(self.device), self.referee)
+                append_environment(self.run_dir, record)
             if self.checkpoint is None:
                 if self.init_from is not None:
                     sft = self.start_from(self.init_from)

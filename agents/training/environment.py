@@ -1,0 +1,78 @@
+"""What a run ran on: one line of ``environment.jsonl`` in the run directory per (re)start.
+
+A run's numbers depend on more than its config: the Python that runs the sandboxed programs
+decides some of their values (``sum()`` of floats changed in Python 3.12, see the README's
+Sandbox section), and the library versions decide the models' arithmetic. The trainer appends one
+record each time it starts, fresh or resumed, so a run resumed on another machine shows it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+from codea1_env.atomic import write_text_atomic
+
+FILE = "environment.jsonl"
+PACKAGES = (
+    "codea1",
+    "torch",
+    "transformers",
+    "peft",
+    "accelerate",
+    "vllm",
+    "gymnasium",
+    "numpy",
+)
+"""The distributions whose installed versions a record lists (absent ones are left out)."""
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Installed version of each of ``names`` that is installed."""
+    found = {}
+    for name in names:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def environment_record(step: int, device: str, referee: Any) -> dict[str, Any]:
+    """What this process runs on, starting at ``step``.
+
+    Args:
+        step: The step the run starts from (0 for a fresh run, the checkpoint's on a resume).
+        device: The torch device the players are on.
+        referee: The run's referee; its ``isolation()`` report, where it has one, gives the
+            sandbox's backend, layers and Python (a stand-in without one records none).
+    """
+    report = referee.isolation() if callable(getattr(referee, "isolation", None)) else None
+    sandbox = None
+    if report is not None:
+        sandbox = {
+            "backend": report.backend,
+            "python": report.python,
+            "layers_off": sorted(name for name, on in report.layers.items() if not on),
+        }
+    return {
+        "step": step,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "device": device,
+        "packages": package_versions(),
+        "sandbox": sandbox,
+    }
+
+
+def append_environment(run_dir: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` to ``run_dir/environment.jsonl``; the file is rewritten atomically."""
+    path = run_dir / FILE
+    kept = path.read_text().splitlines(keepends=True) if path.is_file() else []
+    kept = [line if line.endswith("\n") else line + "\n" for line in kept if line.strip()]
+    write_text_atomic(path, "".join(kept) + json.dumps(record, sort_keys=True) + "\n")
