@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import platform
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,6 +221,9 @@ def test_eval_cli_writes_json_and_markdown(tmp_path: Path) -> None:
     assert record["results"][0]["code"]["pass@2"] == 1.0
     assert record["results"][1]["code"]["pass@1"] < 1.0  # every answer is a mutant
     assert "| mutant |" in (tmp_path / "eval.md").read_text()
+    environment = record["environment"]  # what the numbers were measured on
+    assert environment["python"] == environment["sandbox"]["python"] == platform.python_version()
+    assert "gymnasium" in environment["packages"] and "step" not in environment
     bad = parser.parse_args(["--policy", "scripted:gt", "--samples", "1", "--k", "2"])
     assert eval_cli.run(bad) == 2
 

@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         markdown_table,
         select_problems,
     )
+    from agents.training.environment import environment_record
     from codea1_env.atomic import write_text_atomic
+    from codea1_env.sandbox.factory import make_sandbox
 
     try:
         out = check_output("--out", args.out, directory=True)
@@ -125,7 +127,9 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
-    rows = evaluate_policies(args.policy, problems, settings, progress=say)
+    with make_sandbox("local") as sandbox:
+        rows = evaluate_policies(args.policy, problems, settings, sandbox=sandbox, progress=say)
+        environment = environment_record(None, None, sandbox)
     out.mkdir(parents=True, exist_ok=True)
     record = {
         "source": args.source,
@@ -133,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         "settings": dataclasses.asdict(settings),
         "seconds": time.perf_counter() - started,
         "results": rows,
+        "environment": environment,  # Python, packages, the sandbox's layers and Python
     }
     write_text_atomic(out / "eval.json", json.dumps(record, indent=1))
     table = markdown_table(rows)

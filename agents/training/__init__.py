@@ -14,6 +14,7 @@
 * :mod:`.checkpoint`: atomic checkpoints and the trainer's state in them;
 * :mod:`.distributed`: data-parallel training with ``torch.distributed``;
 * :mod:`.metrics`: the run's metrics (JSONL, TensorBoard, wandb);
+* :mod:`.environment`: what a run (or ``codea1 eval``) ran on: Python, packages, the sandbox;
 * :mod:`.config`: :class:`~.config.TrainConfig`, its validation and JSON, the presets' builder;
 * :mod:`.config_sections`: the fields' docstrings and choices; the nested sections' flat names;
 * :mod:`.config_flags`: ``codea1 train``'s flags, generated from the fields;

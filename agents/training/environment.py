@@ -3,7 +3,8 @@
 A run's numbers depend on more than its config: the Python that runs the sandboxed programs
 decides some of their values (``sum()`` of floats changed in Python 3.12, see the README's
 Sandbox section), and the library versions decide the models' arithmetic. The trainer appends one
-record each time it starts, fresh or resumed, so a run resumed on another machine shows it.
+record each time it starts, fresh or resumed, so a run resumed on another machine shows it;
+``codea1 eval`` puts one record in ``eval.json`` (``"environment"``).
 """
 
 from __future__ import annotations
@@ -42,16 +43,17 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     return found
 
 
-def environment_record(step: int, device: str, referee: Any) -> dict[str, Any]:
+def environment_record(step: int | None, device: str | None, scorer: Any) -> dict[str, Any]:
     """What this process runs on, starting at ``step``.
 
     Args:
-        step: The step the run starts from (0 for a fresh run, the checkpoint's on a resume).
-        device: The torch device the players are on.
-        referee: The run's referee; its ``isolation()`` report, where it has one, gives the
+        step: The step a run starts from (0 for a fresh run, the checkpoint's on a resume);
+            None leaves the key out (an evaluation).
+        device: The torch device the players are on (None: not recorded).
+        scorer: A referee or sandbox; its ``isolation()`` report, where it has one, gives the
             sandbox's backend, layers and Python (a stand-in without one records none).
     """
-    report = referee.isolation() if callable(getattr(referee, "isolation", None)) else None
+    report = scorer.isolation() if callable(getattr(scorer, "isolation", None)) else None
     sandbox = None
     if report is not None:
         sandbox = {
@@ -59,15 +61,17 @@ def environment_record(step: int, device: str, referee: Any) -> dict[str, Any]:
             "python": report.python,
             "layers_off": sorted(name for name, on in report.layers.items() if not on),
         }
-    return {
-        "step": step,
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "device": device,
-        "packages": package_versions(),
-        "sandbox": sandbox,
-    }
+    record: dict[str, Any] = {} if step is None else {"step": step}
+    record.update(
+        time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        python=platform.python_version(),
+        platform=platform.platform(),
+        packages=package_versions(),
+        sandbox=sandbox,
+    )
+    if device is not None:
+        record["device"] = device
+    return record
 
 
 def append_environment(run_dir: Path, record: dict[str, Any]) -> None:
