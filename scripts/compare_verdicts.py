@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from codea1_env.atomic import write_text_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN: dict[str, tuple[tuple[int, int], str]] = {
@@ -46,7 +48,8 @@ def _workload(problems: int, out: Path) -> None:
     with LocalSandbox() as sandbox:
         duels, skipped, _ = make_workload(sandbox, problems)
     rows = [[problem_to_dict(p), codes, suites] for p, codes, suites in duels]
-    _write(out, {"python": list(sys.version_info[:3]), "skipped": skipped, "duels": rows})
+    record = {"python": list(sys.version_info[:3]), "skipped": skipped, "duels": rows}
+    write_text_atomic(out, json.dumps(record))
     print(f"{out}: {len(rows)} problems, {sum(len(c) * len(s) for _, c, s in rows)} duels")
 
 
@@ -82,7 +85,7 @@ def _judge(workload: Path, out: Path, batch: int = 8) -> None:
                         "gt_tests": [[_verdict(v) for v in r] for r in j.gt_tests],
                     }
                 )
-    _write(out, {"python": list(sys.version_info[:3]), "records": records})
+    write_text_atomic(out, json.dumps({"python": list(sys.version_info[:3]), "records": records}))
     print(f"{out}: {len(records)} problems judged on Python {sys.version.split()[0]}")
 
 
@@ -126,12 +129,6 @@ def _compare(first: Path, second: Path) -> int:
         f"{news} unexpected"
     )
     return 1 if news else 0
-
-
-def _write(path: Path, data: dict[str, Any]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data))
-    partial.replace(path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,38 +87,34 @@ def documented_files() -> set[str]:
     return {m.group(1) for _, text in _texts() for m in _FILE.finditer(text)}
 
 
-def _import(module: str) -> Any:
+Skip = Callable[[BaseException], None]
+"""conftest's ``skip_if_extra_missing``: skips when an optional third-party module is missing."""
+
+
+def _import(module: str, skip: Skip) -> Any:
     """Import ``module``; skip when it needs a third-party package that is not installed."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        _skip_if_extra_missing(module, exc)
+        skip(exc)
         raise
 
 
-def _skip_if_extra_missing(module: str, exc: ImportError) -> None:
-    """Skip when ``exc`` is a third-party module missing (our modules re-raise it naming it)."""
-    cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
-    name = cause.name if isinstance(cause, ModuleNotFoundError) else None
-    if name and name.split(".")[0] not in PACKAGES:
-        pytest.skip(f"{module} needs {name}, not installed here")
-
-
-def resolve(path: str) -> Any:
+def resolve(path: str, skip: Skip) -> Any:
     """The object a dotted path names: its longest importable module prefix, then attributes."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
         try:
             spec = importlib.util.find_spec(module)  # imports the packages above ``module``
-        except ModuleNotFoundError:
-            spec = None
         except ImportError as exc:
-            _skip_if_extra_missing(module, exc)
-            raise
+            skip(exc)
+            if not isinstance(exc, ModuleNotFoundError):
+                raise
+            spec = None
         if spec is None:
             continue
-        obj = _import(module)
+        obj = _import(module, skip)
         for attribute in parts[cut:]:
             obj = getattr(obj, attribute)  # AttributeError: the path is broken
         return obj
@@ -131,13 +128,13 @@ def test_the_documents_name_paths() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(documented_paths()))
-def test_documented_dotted_path_resolves(path: str) -> None:
-    resolve(path)
+def test_documented_dotted_path_resolves(path: str, skip_if_extra_missing: Skip) -> None:
+    resolve(path, skip_if_extra_missing)
 
 
 @pytest.mark.parametrize(("module", "name"), sorted(documented_imports()))
-def test_documented_from_import_works(module: str, name: str) -> None:
-    imported = _import(module)
+def test_documented_from_import_works(module: str, name: str, skip_if_extra_missing: Skip) -> None:
+    imported = _import(module, skip_if_extra_missing)
     if not hasattr(imported, name):
         importlib.import_module(f"{module}.{name}")  # ``from package import submodule``
 
@@ -148,8 +145,10 @@ def test_documented_file_exists(path: str) -> None:
 
 
 @pytest.mark.parametrize(("module", "names"), sorted(LEGACY.items()))
-def test_legacy_path_reexports(module: str, names: tuple[str, ...]) -> None:
-    imported = _import(module)
+def test_legacy_path_reexports(
+    module: str, names: tuple[str, ...], skip_if_extra_missing: Skip
+) -> None:
+    imported = _import(module, skip_if_extra_missing)
     assert set(names) <= set(imported.__all__), f"{module}.__all__ lacks {names}"
     for name in imported.__all__:
         assert getattr(imported, name) is not None

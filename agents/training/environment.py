@@ -77,6 +77,5 @@ def environment_record(step: int | None, device: str | None, scorer: Any) -> dic
 def append_environment(run_dir: Path, record: dict[str, Any]) -> None:
     """Append ``record`` to ``run_dir/environment.jsonl``; the file is rewritten atomically."""
     path = run_dir / FILE
-    kept = path.read_text().splitlines(keepends=True) if path.is_file() else []
-    kept = [line if line.endswith("\n") else line + "\n" for line in kept if line.strip()]
-    write_text_atomic(path, "".join(kept) + json.dumps(record, sort_keys=True) + "\n")
+    before = path.read_text() if path.is_file() else ""  # whole lines: always written atomically
+    write_text_atomic(path, before + json.dumps(record, sort_keys=True) + "\n")

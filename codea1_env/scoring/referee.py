@@ -177,6 +177,10 @@ class Judge(abc.ABC):
         """Score a checked batch, with the collector held off."""
 
     @abc.abstractmethod
+    def isolation(self) -> IsolationReport:
+        """The sandbox's isolation report: its layers and the Python that runs the programs."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release what the scorer started. Idempotent."""
 
@@ -241,10 +245,7 @@ class Referee(Judge):
             return self._sandbox
 
     def isolation(self) -> IsolationReport:
-        """The sandbox's isolation report (its layers and the Python that runs the programs).
-
-        Starts the sandbox if it has not started yet, as :attr:`sandbox` does.
-        """
+        """The sandbox's isolation report; starts the sandbox if it has not started yet."""
         return self.sandbox.isolation()
 
     def close(self) -> None:
