@@ -462,16 +462,19 @@ def test_durations_of_quick_calls_are_the_childs_own_measure(sandbox: LocalSandb
     # The parent's own bound for the quick calls is the whole batch (>= 4 ms), so one attempt in
     # which both measure under 4 ms shows the child's measure was kept; a loaded machine can
     # deschedule a quick call past 4 ms (seen in CI beside two training runs), hence the retries.
+    # It can also deschedule the parent between two reads of the record pipe: the parent then
+    # reads a record late, its window for the next call shrinks, and the 4 ms sleep is bounded
+    # below 4 ms (seen in CI beside a training run), so that too is an attempt to retry.
     program = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
     seen: list[list[float]] = []
     for _ in range(5):
         [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
         durations = [call.duration_s for call in result.calls]
         assert all(call.ok for call in result.calls), result
-        assert durations[1] >= 0.004 and durations[1] <= result.wall_s
+        assert durations[1] <= result.wall_s
         assert sum(durations) <= result.wall_s, (durations, result.wall_s)
         seen.append(durations)
-        if durations[0] < 0.004 and durations[2] < 0.004:
+        if durations[1] >= 0.004 and durations[0] < 0.004 and durations[2] < 0.004:
             break
     else:
         pytest.fail(f"no attempt kept the quick calls' own measure: {seen}")
