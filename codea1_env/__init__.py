@@ -57,7 +57,10 @@ __all__ = [
 
 
 def pettingzoo_env(**kwargs: Any) -> Any:
-    """The duel as a PettingZoo AEC env (needs the ``pettingzoo`` extra); see :mod:`.pz`."""
+    """The duel as a PettingZoo AEC env (needs the ``pettingzoo`` extra).
+
+    See :class:`codea1_env.envs.pettingzoo_aec.CodeTestDuelAEC` for its arguments.
+    """
     from codea1_env.envs.pettingzoo_aec import CodeTestDuelAEC
 
     return CodeTestDuelAEC(**kwargs)

@@ -168,11 +168,13 @@ def test_limits_dict_and_unknown_field(sandbox):
 def test_human_render_prints_the_duel(sandbox, capsys):
     e = CodeTestDuelEnv(sandbox=sandbox, render_mode="human")
     e.reset(options={"problem": CUSTOM})
-    assert "custom/abs_diff" in capsys.readouterr().out  # printed by reset itself
+    assert "(turn: coder)" in capsys.readouterr().out  # printed by reset itself
     e.step(BUGGY)
-    assert "return a - b" in capsys.readouterr().out  # and by step
+    shown = capsys.readouterr().out
+    assert "return a - b" in shown and "(turn: tester)" in shown  # and by step
     e.step("assert abs_diff(1, 3) == 2")
-    assert "FAIL" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "FAIL" in shown and "(turn: done)" in shown
     assert e.render() is None
     assert "custom/abs_diff" in capsys.readouterr().out
     e.close()

@@ -110,6 +110,8 @@ def test_pettingzoo_step_before_reset_and_after_the_end_says_call_reset(sandbox)
     env = codea1_env.pettingzoo_env(sandbox=sandbox)
     with pytest.raises(RuntimeError, match="call reset"):
         env.step(CODES[1])
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before observe"):
+        env.observe("coder")  # no problem yet: nothing in the observation space to show
     env.reset(seed=0, options={"problem": PROBLEM})
     for agent in env.agent_iter():
         _, _, terminated, truncated, _ = env.last()
@@ -218,6 +220,35 @@ def test_unknown_reset_options_warn_and_a_non_dict_is_refused(sandbox):
     assert len(caught) == 1  # once per reset, not once per group
     with pytest.raises(ValueError, match="not both"):
         venv.reset(options={"problem_ids": ["bank/clamp"] * 2, "problem": PROBLEM})
+    venv.close()
+
+
+@pytest.mark.parametrize(
+    ("ids", "says"),
+    [
+        (3, r"problem_ids: expected a list of 2 problem ids \(one per group\), got int"),
+        ("ab", r"problem_ids: expected a list of 2 problem ids \(one per group\), got str"),
+        (["bank/clamp"], r"problem_ids: expected 2 ids \(one per group\), got 1"),
+        (["bank/clamp", 7], r"problem_ids\[1\]: expected a problem id \(str\), got int"),
+        (["bank/clamp", "bank/zzz"], r"problem_ids\[1\] = 'bank/zzz': no such problem"),
+    ],
+)
+def test_vector_env_problem_ids_errors_name_the_option(sandbox, ids, says):
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=2, sandbox=sandbox)
+    with pytest.raises(ValueError, match=says):
+        venv.reset(options={"problem_ids": ids})
+    venv.close()
+
+
+def test_vector_env_step_wants_one_text_per_sub_env(sandbox):
+    venv = codea1_env.envs.vector.CodeTestDuelVectorEnv(num_envs=1, sandbox=sandbox)
+    venv.reset(seed=0)
+    for actions in ("def f(): pass", b"def f(): pass", None, 3):
+        with pytest.raises(TypeError, match="actions: expected a sequence of 1 texts"):
+            venv.step(actions)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="actions: expected 1 actions, got 2"):
+        venv.step(["a", "b"])
+    venv.step(("def f(): pass",))  # a tuple is a sequence of texts
     venv.close()
 
 

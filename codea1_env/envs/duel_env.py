@@ -272,7 +272,8 @@ def render_duel(duel: Duel | None) -> str:
     """A readable text picture of a duel."""
     if duel is None:
         return "(no duel: call reset())"
-    lines = [f"=== {duel.problem.task_id}  (turn: {duel.role.label if duel.role else 'done'})"]
+    turn = duel.role.label if duel.role is not None else "done"  # Role.CODER is 0
+    lines = [f"=== {duel.problem.task_id}  (turn: {turn})"]
     lines.append(duel.problem.prompt.rstrip())
     if duel.role is not Role.CODER:
         lines += ["--- coder's program", duel.program.rstrip() or "(none)"]

@@ -107,7 +107,14 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         return self.action_spaces[agent]
 
     def observe(self, agent: str) -> dict[str, Any]:
-        """What ``agent`` sees now (the tester sees the coder's program once it exists)."""
+        """What ``agent`` sees now (the tester sees the coder's program once it exists).
+
+        Raises:
+            RuntimeError: before :meth:`reset` (there is no problem to show yet).
+
+        """
+        if self._duel is None:
+            raise RuntimeError("CodeTestDuelAEC: call reset() before observe()")
         return observe(self._duel, _ROLES[agent])
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -118,20 +118,45 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         else:
             super().reset(seed=seed)
         options = dict(check_reset_options(options, ("problem_ids",)))
-        ids = options.pop("problem_ids", None)
-        n_groups = self.num_envs // self.group_size
-        if ids is not None and len(ids) != n_groups:
-            raise ValueError(
-                f"problem_ids: expected {n_groups} ids (one per group), got {len(ids)}"
-            )
+        ids = self._problem_ids(options.pop("problem_ids", None))
         if ids is not None and ("problem" in options or "problem_id" in options):
             raise ValueError("reset options: give problem_ids, or problem/problem_id, not both")
         problems = []
-        for group in range(n_groups):
-            group_options = {"problem_id": ids[group]} if ids is not None else options
-            problems.append(self.host.picker.pick(self.np_random, group_options))
+        for group in range(self.num_envs // self.group_size):
+            if ids is None:
+                problems.append(self.host.picker.pick(self.np_random, options))
+                continue
+            try:
+                problems.append(self.host.picker.pick(self.np_random, {"problem_id": ids[group]}))
+            except ValueError:
+                raise ValueError(
+                    f"reset(options={{'problem_ids': [...]}}): problem_ids[{group}] = "
+                    f"{ids[group]!r}: no such problem in source {self.host.picker.source_name!r}"
+                ) from None
         self._duels = [Duel(problems[i // self.group_size]) for i in range(self.num_envs)]
         return self._observations(), self._infos()
+
+    def _problem_ids(self, ids: Any) -> list[str] | None:
+        """Check ``options["problem_ids"]``: a list or tuple of one id (a str) per group."""
+        if ids is None:
+            return None
+        n_groups = self.num_envs // self.group_size
+        if not isinstance(ids, (list, tuple)):
+            raise ValueError(
+                f"problem_ids: expected a list of {n_groups} problem ids (one per group), "
+                f"got {type(ids).__name__}"
+            )
+        if len(ids) != n_groups:
+            raise ValueError(
+                f"problem_ids: expected {n_groups} ids (one per group), got {len(ids)}"
+            )
+        for group, task_id in enumerate(ids):
+            if not isinstance(task_id, str):
+                raise ValueError(
+                    f"problem_ids[{group}]: expected a problem id (str), got "
+                    f"{type(task_id).__name__}"
+                )
+        return list(ids)
 
     def _seed_from_list(self, seeds: list[Any]) -> None:
         """Seed :attr:`np_random` from a list of ``num_envs`` seeds (see :meth:`reset`)."""
@@ -151,9 +176,14 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         """Play one move in every sub-env; tester moves are scored in one sandbox call."""
         if self._duels is None:
             raise ResetNeeded("CodeTestDuelVectorEnv: call reset() before step()")
+        if isinstance(actions, (str, bytes)) or not isinstance(actions, Iterable):
+            raise TypeError(
+                f"actions: expected a sequence of {self.num_envs} texts (one per sub-env), got "
+                f"{type(actions).__name__}"
+            )
         actions = list(actions)
         if len(actions) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
+            raise ValueError(f"actions: expected {self.num_envs} actions, got {len(actions)}")
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminated = np.zeros(self.num_envs, dtype=bool)
         if all(d.finished for d in self._duels):  # autoreset (NEXT_STEP)

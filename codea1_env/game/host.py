@@ -149,6 +149,11 @@ class ProblemPicker:
         if self.curriculum is not None:
             self.curriculum.observe(task_id, gt_pass_rate)
 
+    @property
+    def source_name(self) -> str:
+        """The problem source's name, for messages (its type's name when it has none)."""
+        return str(getattr(self.source, "name", type(self.source).__name__))
+
     def pick(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Problem:
         """The problem for the next episode.
 
@@ -180,7 +185,7 @@ class ProblemPicker:
             except KeyError:
                 raise ValueError(
                     f"reset(options={{'problem_id': {task_id!r}}}): no such problem in "
-                    f"source {getattr(self.source, 'name', type(self.source).__name__)!r}"
+                    f"source {self.source_name!r}"
                 ) from None
         return self.source.sample(rng)
 
