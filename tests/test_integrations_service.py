@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -239,6 +240,37 @@ def test_errors_are_json_and_name_the_field(shared_sandbox: Any) -> None:
         assert status == 400 and body["error"]["field"] == "suites"
         status, body = post(url + "/v1/judge", b"{not json")
         assert status == 400 and body["error"]["type"] == "invalid_json"
+        # JSON nested past the decoder's depth is bad JSON too, in the body and in the texts
+        # that hold a problem record (a RecursionError cut the connection or answered 500).
+        status, body = post(url + "/get_reward", b"[" * 2000 + b"]" * 2000)
+        assert status == 400 and body["error"]["type"] == "invalid_json", body
+        deep = '{"problem": ' + "[" * 1500 + "]" * 1500 + "}"
+        for route, request, field in (
+            ("/get_reward", {"query": ["x"], "labels": [deep]}, "labels[0]"),
+            ("/v1/judge", {"problem": deep, "codes": ["x"]}, "problem"),
+            (
+                "/v1/rows",
+                {"rows": [{"ground_truth": deep, "response": "x"}]},
+                "rows[0].ground_truth",
+            ),
+        ):
+            status, body = post(url + route, request)
+            assert status == 400 and body["error"]["field"] == field, (route, body)
+            assert "nested too deeply" in body["error"]["message"], (route, body)
+        # a role or frozen code that is wrong names the row's extra_info, not its ground_truth
+        for info, field in (({"role": "tester"}, "code"), ({"role": "judge"}, "role")):
+            row = {"ground_truth": "bank/clamp", "response": "x", "extra_info": info}
+            status, body = post(url + "/v1/rows", {"rows": [row]})
+            assert status == 400 and body["error"]["field"] == f"rows[0].extra_info.{field}"
+        for length in ("-5", "five"):  # the body's end is unknown: 400, and the line closes
+            connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], 10)
+            connection.putrequest("POST", "/get_reward")
+            connection.putheader("Content-Length", length)
+            connection.endheaders()
+            reply = connection.getresponse()
+            assert reply.status == 400 and reply.getheader("Connection") == "close"
+            assert json.loads(reply.read())["error"]["type"] == "invalid_request"
+            connection.close()
         status, body = post(url + "/v1/judge", {"problem": PROBLEM, "codes": ["x" * 5000]})
         assert status == 413 and body["error"]["type"] == "too_large"
         status, body = post(url + "/nowhere", {})
@@ -298,6 +330,38 @@ def test_full_queue_is_503_and_close_finishes_queued_work() -> None:
     assert core.closed and service.stats["rejected_busy"] == 1
 
 
+def test_a_request_while_the_server_drains_gets_503_not_a_reset(shared_sandbox: Any) -> None:
+    """Until its queued work is answered the server still accepts, and answers new work 503."""
+    core = RewardCore("bank", opponent="gt", sandbox=shared_sandbox)
+    release = threading.Event()
+    score = core.score
+    core.score = lambda rows: (release.wait(30), score(rows))[1]  # type: ignore[method-assign]
+    server = make_server(RewardService(core), "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    request = {"query": [BUGGY], "prompts": [""], "labels": ["bank/reverse_words"]}
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post, server.url + "/get_reward", request)
+            deadline = time.monotonic() + 30
+            while server.service.stats["accepted"] < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            stopping = pool.submit(server.stop)
+            while not server.service.draining:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            status, body = post(server.url + "/get_reward", request)
+            assert status == 503 and body["error"]["type"] == "unavailable", body
+            release.set()
+            stopping.result(30)
+            assert first.result(30)[0] == 200
+    finally:
+        release.set()
+        server.stop()
+        thread.join(10)
+
+
 def test_sigterm_answers_every_accepted_request(tmp_path: Any) -> None:
     book = tmp_path / "book.sqlite"
     env = dict(os.environ, PYTHONPATH=os.getcwd())
@@ -351,6 +415,7 @@ def test_sigterm_answers_every_accepted_request(tmp_path: Any) -> None:
         assert proc.wait(60) == 0
         stopped = json.loads(proc.stderr.read().strip().splitlines()[-1]) if proc.stderr else {}
         assert stopped["stopped"] and stopped["answered"] == len(ids)
+        assert isinstance(stopped["mistake_book_size"], int)  # the book's size when it closed
         assert book.exists()
     finally:
         if proc.poll() is None:
@@ -389,3 +454,13 @@ def test_labels_and_prompt_stripping(shared_sandbox: Any) -> None:
         assert both[1].coder_rewards[0] == stripped.coder  # type: ignore[union-attr]
     finally:
         core.close()
+
+
+def test_openrlhf_environment_errors_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agents.integrations import openrlhf
+
+    monkeypatch.setattr(openrlhf, "_CORE", None)
+    monkeypatch.setenv("CODEA1_SEED", "x")
+    with pytest.raises(ValueError, match="CODEA1_SEED must be an integer, got 'x'"):
+        openrlhf.core_from_environment()
+    assert openrlhf._CORE is None

@@ -124,6 +124,7 @@ def test_scripted_frozen_tester_and_errors(shared_sandbox: Any) -> None:
 
 
 def test_reward_url_sends_steps_to_the_service(shared_sandbox: Any) -> None:
+    """The service's answer is the local path's: reward, metadata and metrics, both roles."""
     import threading
 
     from agents.integrations.core import RewardCore
@@ -136,18 +137,54 @@ def test_reward_url_sends_steps_to_the_service(shared_sandbox: Any) -> None:
     )
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.start()
+    local = {"opponent": "gt+mistake_book", "sandbox": shared_sandbox}
+    remote = {"reward_url": server.url, "reward_retries": 0}
+    coder = {"reward_spec": {"ground_truth": PROBLEM}}
+    tester = {"reward_spec": {"ground_truth": PROBLEM}, "extra_info": {"code": BUGGY}}
+    counted = []
     try:
-        local = {"opponent": "gt+mistake_book", "sandbox": shared_sandbox}
-        remote = dict(local, reward_url=server.url)
-        here = skyrl_gym.make(
-            skyrl.CODER_ENV_ID, env_config=local, extras={"reward_spec": {"ground_truth": PROBLEM}}
-        ).step(BUGGY)
-        there = skyrl_gym.make(
-            skyrl.CODER_ENV_ID, env_config=remote, extras={"reward_spec": {"ground_truth": PROBLEM}}
-        ).step(BUGGY)
-        assert there["reward"] == here["reward"]  # both books empty before this step
-        assert server.service.stats["rows"] == 1
+        for env_id, extras, moves in (
+            (skyrl.CODER_ENV_ID, coder, [BUGGY, None, b"\xff", "x" * 70_000]),
+            (skyrl.TESTER_ENV_ID, tester, [TESTS, None]),
+        ):
+            for move in moves:  # both books start empty and see the same moves
+                here_env = skyrl_gym.make(env_id, env_config=local, extras=extras)
+                there_env = skyrl_gym.make(env_id, env_config=remote, extras=extras)
+                here, there = here_env.step(move), there_env.step(move)
+                assert there["reward"] == here["reward"], (env_id, move)
+                assert there_env.get_metrics() == here_env.get_metrics(), (env_id, move)
+                reasons = here["metadata"]["reasons"]
+                if reasons.get(there_env.role) == "binary":  # null on the wire: not_text there
+                    reasons = dict(reasons, **{there_env.role: "not_text"})
+                assert there["metadata"] == dict(here["metadata"], reasons=reasons), (env_id, move)
+                counted.append(len(there["metadata"]["verdicts"]))
+        assert counted[0] > 0 and counted[4] > 0  # the real moves of both roles were tested
+        assert server.service.stats["rows"] == 6
+        # the service chooses the scoring: a scoring key next to reward_url is an error
+        with pytest.raises(ValueError, match="opponent, sandbox belong on"):
+            skyrl_gym.make(skyrl.CODER_ENV_ID, env_config=dict(local, **remote), extras=coder)
+        # the worker builds no core: a problem id is the service's to resolve, so an empty
+        # prompt cannot be filled here, while a record can
+        by_id = skyrl_gym.make(
+            skyrl.CODER_ENV_ID, env_config=remote, extras={"reward_spec": {"ground_truth": "x/y"}}
+        )
+        with pytest.raises(ValueError, match="give the row its prompt"):
+            by_id.init([])
+        record = json.dumps(problem_to_dict(here_env.problem))
+        by_record = skyrl_gym.make(
+            skyrl.CODER_ENV_ID, env_config=remote, extras={"reward_spec": {"ground_truth": record}}
+        )
+        assert "reverse_words" in by_record.init([])[0][0]["content"]
     finally:
         server.stop()
         thread.join(10)
         skyrl.close_shared_cores()
+
+
+def test_an_unknown_env_config_key_is_an_error() -> None:
+    with pytest.raises(ValueError, match=r"unknown env_config key\(s\) \['opponnent'\]"):
+        skyrl_gym.make(
+            skyrl.CODER_ENV_ID,
+            env_config={"opponnent": "gt"},
+            extras={"reward_spec": {"ground_truth": PROBLEM}},
+        )

@@ -215,10 +215,16 @@ def test_compute_score_of_tester_rows_equals_the_env_tester_reward(shared_sandbo
         **kwargs,
     )
     assert [b["score"] for b in batch] == seen
-    with pytest.raises(ValueError, match="extra_info.code"):
+    with pytest.raises(ValueError, match=r"^extra_info\.code: a tester row needs"):
         adapter.compute_score("codea1/bank", TESTS, "bank/reverse_words", {"role": "tester"})
-    with pytest.raises(ValueError, match="extra_info.role"):
+    with pytest.raises(ValueError, match=r"^extra_info\.role: expected coder or tester"):
         adapter.compute_score("codea1/bank", TESTS, "bank/reverse_words", {"role": "judge"})
+    with pytest.raises(ValueError, match=r"^extra_info\.problem: no problem 'bank/nope'"):
+        adapter.compute_score("codea1/bank", TESTS, "", {"problem": "bank/nope"})
+    with pytest.raises(ValueError, match=r"^extra_infos\[1\]\.role: expected coder or tester"):
+        adapter.compute_score_batch(
+            ["codea1/bank"] * 2, [TESTS] * 2, ["bank/clamp"] * 2, [{}, {"role": "judge"}]
+        )
 
 
 class _FrozenCoderService:
@@ -407,7 +413,7 @@ def test_reward_url_errors_name_the_url_and_are_never_a_silent_zero(service_for:
     url, service = service_for(opponent="gt")
     with pytest.raises(RewardServiceError, match="answered 400: rows.0..ground_truth: no problem"):
         adapter.compute_score("codea1/bank", "x", "bank/nope", {}, reward_url=url)
-    with pytest.raises(RewardServiceError, match="rows.0..ground_truth: extra_info.code"):
+    with pytest.raises(RewardServiceError, match=r"rows\[0\]\.extra_info\.code: a tester row"):
         adapter.compute_score(
             "codea1/bank", TESTS, "bank/clamp", {"role": "tester"}, reward_url=url
         )
@@ -437,3 +443,19 @@ def test_reward_url_errors_name_the_url_and_are_never_a_silent_zero(service_for:
         adapter.compute_score(
             "codea1/bank", "x", "bank/clamp", {}, reward_url=url, reward_retries=1
         )
+
+
+def test_any_response_scores_the_same_through_reward_url(service_for: Any) -> None:
+    """Bytes, non-text and oversized responses: the service's scores are the local path's."""
+    from agents.integrations import reward_client
+    from codea1_env.game.duel import MAX_ACTION_CHARS
+
+    assert reward_client.MAX_ACTION_CHARS == MAX_ACTION_CHARS
+    url, _ = service_for(opponent="gt")
+    gt = answer_for(load_source("bank")["bank/clamp"].gt_program)
+    responses: list[Any] = [gt, gt.encode(), None, 3, b"\xff", "x" * (MAX_ACTION_CHARS + 5)]
+    for response in responses:
+        local = adapter.compute_score("codea1/bank", response, "bank/clamp", {}, opponent="gt")
+        remote = adapter.compute_score("codea1/bank", response, "bank/clamp", {}, reward_url=url)
+        assert remote == local, response if not isinstance(response, str) else len(response)
+    adapter.close_cores()

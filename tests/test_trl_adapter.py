@@ -51,11 +51,13 @@ def test_rewards_are_gt_pass_rates(reward: GoldenTestReward, problems: list) -> 
 def test_answer_prefix_reads_the_fenced_block(problems: list) -> None:  # type: ignore[type-arg]
     p0 = problems[0]
     fn = make_trl_reward({p.task_id: p for p in problems}, answer_prefix="```python")
+    completion = f"\n{p0.gt_program}\n```\n### Problem\ngarbage ("
     try:
-        out = fn(["x"], [f"\n{p0.gt_program}\n```\n### Problem\ngarbage ("], task_id=[p0.task_id])
+        out = fn(["x"] * 3, [completion, completion.encode(), b"\xff"], task_id=[p0.task_id] * 3)
     finally:
         fn.close()
-    assert out == [1.0]
+    assert out == [1.0, 1.0, 0.0]  # bytes are decoded (the prefix put back), or are "binary"
+    assert fn.last_reasons == ["", "", "binary"]
 
 
 def test_bad_inputs_have_clear_errors(reward: GoldenTestReward) -> None:
@@ -69,6 +71,11 @@ def test_bad_inputs_have_clear_errors(reward: GoldenTestReward) -> None:
         completion_text(42)
     with pytest.raises(TypeError, match="ProblemSource"):
         make_trl_reward(42)
+    with pytest.raises(TypeError, match=r"load_source\('bank'\)"):
+        make_trl_reward("bank")
+    for prefix in (None, 5):
+        with pytest.raises(TypeError, match="answer_prefix must be a string"):
+            make_trl_reward([], answer_prefix=prefix)  # type: ignore[arg-type]
 
 
 def test_trl_grpo_trainer_runs_with_our_reward(tmp_path) -> None:  # type: ignore[no-untyped-def]

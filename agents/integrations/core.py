@@ -44,6 +44,7 @@ from codea1_env.game.duel import (
 from codea1_env.game.spaces import observe
 from codea1_env.mistake_book import MistakeBook
 from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict, problem_to_dict
+from codea1_env.problems.jsontext import decode_json
 from codea1_env.sandbox.base import Limits, Sandbox
 from codea1_env.scoring.referee import Judgement, Referee
 from codea1_env.scoring.rewards import RewardConfig
@@ -383,7 +384,7 @@ class RewardCore:
             text = spec.strip()
             if text.startswith("{"):
                 try:
-                    spec = json.loads(text)
+                    spec = decode_json(text)
                 except json.JSONDecodeError as exc:
                     raise RequestError(where, f"not valid JSON: {exc.msg}") from None
             else:

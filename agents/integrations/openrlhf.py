@@ -52,6 +52,7 @@ from agents.integrations.core import (
     Row,
     TesterRow,
 )
+from codea1_env.problems.jsontext import decode_json
 
 __all__ = [
     "EXTRA_LOG_KEYS",
@@ -133,7 +134,7 @@ def parse_label(core: RewardCore, label: Any, where: str = "label") -> tuple[Any
     value = label
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
-            value = json.loads(value)
+            value = decode_json(value)
         except json.JSONDecodeError as exc:
             raise RequestError(where, f"not valid JSON: {exc.msg}") from None
     if isinstance(value, Mapping) and "problem" in value:
@@ -244,16 +245,24 @@ def core_from_environment() -> RewardCore:
     ``CODEA1_SOURCE`` (default ``bank``), ``CODEA1_OPPONENT`` (default ``boundary``),
     ``CODEA1_MODE`` (``code-a1``), ``CODEA1_MISTAKE_BOOK`` (a SQLite path; in memory when unset)
     and ``CODEA1_SEED`` (0).
+
+    Raises:
+        ValueError: a variable with a bad value (named).
     """
     global _CORE
     with _CORE_LOCK:
         if _CORE is None:
+            seed_text = os.environ.get("CODEA1_SEED", "0")
+            try:
+                seed = int(seed_text)
+            except ValueError:
+                raise ValueError(f"CODEA1_SEED must be an integer, got {seed_text!r}") from None
             _CORE = RewardCore(
                 os.environ.get("CODEA1_SOURCE", "bank"),
                 opponent=os.environ.get("CODEA1_OPPONENT", "boundary"),
                 mode=os.environ.get("CODEA1_MODE", "code-a1"),
                 mistake_book=os.environ.get("CODEA1_MISTAKE_BOOK") or None,
-                seed=int(os.environ.get("CODEA1_SEED", "0")),
+                seed=seed,
             )
         return _CORE
 

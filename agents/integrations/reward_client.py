@@ -9,8 +9,10 @@ service's one referee, one frozen opponent and one mistake book. The wire format
     POST http://HOST:PORT/v1/rows
     {"rows": [{"ground_truth": ID_OR_RECORD,     # reward_model.ground_truth
                "extra_info": {"role": "coder" | "tester", "code": ANSWER, "problem": ...},
-               "response": TEXT}, ...]}
-    -> {"scores": [{"score": ..., "coder_reward": ..., ...}, ...]}   # one per row, in order
+               "response": TEXT}, ...],
+     "details": true}                              # optional
+    -> {"scores": [{"score": ..., "coder_reward": ..., ...}, ...],   # one per row, in order
+        "details": [{"info": {...}, "tests_text": ...}, ...]}       # with "details": true
 
 The service turns each row into a :class:`~agents.integrations.core.CoderRow` or
 :class:`~agents.integrations.core.TesterRow` with :func:`agents.integrations.verl.row_for` and
@@ -40,8 +42,10 @@ __all__ = [
     "RewardServiceError",
     "apost_rows",
     "post_rows",
+    "post_rows_detailed",
     "remote_scoring",
     "rows_url",
+    "wire_response",
     "wire_row",
 ]
 
@@ -51,6 +55,11 @@ ROWS_PATH = "/v1/rows"
 ROW_INFO_KEYS = ("role", "code", "problem")
 """The ``extra_info`` keys scoring reads (:func:`agents.integrations.verl.row_for`); the others
 (verl's ``num_turns``, ``rollout_reward_scores``, ...) are not sent."""
+
+MAX_ACTION_CHARS = 65_536
+"""The longest move that scores: the env's :data:`codea1_env.game.duel.MAX_ACTION_CHARS`, the
+service's limit (kept here so that this module needs the standard library only; a test checks
+that the two agree)."""
 
 REMOTE_KWARGS = ("reward_url", "reward_timeout_s", "reward_retries")
 """The ``reward_kwargs`` of the remote path (see :class:`RemoteScoring`)."""
@@ -141,20 +150,39 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
+def wire_response(response: Any) -> str | None:
+    """A policy's response as JSON data that the service scores as the local path would.
+
+    Text is sent as it is, cut one character past :data:`MAX_ACTION_CHARS` (still ``too_long``
+    there, without sending megabytes); ``bytes`` are decoded as the env decodes them; anything
+    else, and bytes that are not UTF-8, is sent as ``null``, which scores 0 with the reason
+    ``not_text`` (the local path says ``binary`` for such bytes; the reward is the same).
+    Never raises.
+    """
+    if isinstance(response, (bytes, bytearray)):
+        try:
+            response = bytes(response).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not isinstance(response, str):
+        return None
+    return str(response[: MAX_ACTION_CHARS + 1])
+
+
 def wire_row(
-    ground_truth: Any, extra_info: Mapping[str, Any] | None, response: str
+    ground_truth: Any, extra_info: Mapping[str, Any] | None, response: Any
 ) -> dict[str, Any]:
     """One verl sample as the service reads it (only the :data:`ROW_INFO_KEYS` of ``extra_info``).
 
     Args:
         ground_truth: ``reward_model.ground_truth`` (a problem id or record).
         extra_info: The row's ``extra_info`` (may be None).
-        response: The policy's response text.
+        response: The policy's response (see :func:`wire_response`).
 
     """
     given = extra_info or {}
     info = {key: given[key] for key in ROW_INFO_KEYS if given.get(key) is not None}
-    return {"ground_truth": ground_truth, "extra_info": info, "response": response}
+    return {"ground_truth": ground_truth, "extra_info": info, "response": wire_response(response)}
 
 
 def _error_of(url: str, exc: urllib.error.HTTPError) -> RewardServiceError:
@@ -202,12 +230,43 @@ def post_rows(
             dict per row.
 
     """
+    return _post_rows(scoring, rows, keys, details=False)[0]
+
+
+def post_rows_detailed(
+    scoring: RemoteScoring | str,
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str] | None = None,
+) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
+    """:func:`post_rows`, with each row's details: ``(scores, details)``.
+
+    A detail is ``{"info": ..., "tests_text": ...}``: the pair's
+    :attr:`~agents.integrations.core.PairResult.info` (rewards, reasons, verdicts, ...) and
+    the suite that was scored, as the local path has them.
+
+    Raises:
+        RewardServiceError: as :func:`post_rows`, or an answer without one detail per row.
+
+    """
+    return _post_rows(scoring, rows, keys, details=True)
+
+
+def _post_rows(
+    scoring: RemoteScoring | str,
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str] | None,
+    *,
+    details: bool,
+) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
     if isinstance(scoring, str):
         scoring = RemoteScoring(scoring)
     if not rows:
-        return []
+        return [], []
     url = rows_url(scoring.url)
-    data = json.dumps({"rows": list(rows)}, default=_plain).encode("utf-8")
+    body: dict[str, Any] = {"rows": list(rows)}
+    if details:
+        body["details"] = True
+    data = json.dumps(body, default=_plain).encode("utf-8")
     request = urllib.request.Request(
         url, data=data, headers={"Content-Type": "application/json"}, method="POST"
     )
@@ -242,7 +301,16 @@ def post_rows(
         if any(set(score) != set(keys) for score in out):
             raise RewardServiceError(url, f"expected score keys {list(keys)}, got {list(out[0])}")
         out = [{key: score[key] for key in keys} for score in out]
-    return out
+    if not details:
+        return out, []
+    found = answer.get("details")
+    if (
+        not isinstance(found, list)
+        or len(found) != len(rows)
+        or not all(isinstance(d, Mapping) and isinstance(d.get("info"), Mapping) for d in found)
+    ):
+        raise RewardServiceError(url, f"expected {len(rows)} details, got {str(found)[:200]}")
+    return out, [dict(d) for d in found]
 
 
 async def apost_rows(

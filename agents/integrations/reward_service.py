@@ -80,6 +80,7 @@ from agents.integrations.core import (
     TesterRow,
 )
 from agents.integrations.options import DEFAULT_MAX_BODY_BYTES
+from codea1_env.problems.jsontext import decode_json
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -149,6 +150,7 @@ class RewardService:
         self._lock = threading.Lock()
         self._closing = False
         self._closed = False
+        self._last_book_size: int | None = None
         self.stats: dict[str, float] = {
             "accepted": 0,
             "answered": 0,
@@ -242,18 +244,30 @@ class RewardService:
             work.future.set_result(results[at : at + len(work.rows)])
             at += len(work.rows)
 
-    def close(self, timeout: float | None = None) -> None:
-        """Refuse new work, score everything queued, stop the collector, close the core.
+    def drain(self, timeout: float | None = None) -> None:
+        """Refuse new work, score everything queued and stop the collector; the core stays open.
 
-        Idempotent.
+        :meth:`submit` raises :class:`ServiceUnavailable` from then on. Idempotent.
         """
+        with self._lock:
+            if self._closing:
+                first = False
+            else:
+                self._closing = first = True
+        if first:
+            self._queue.put(_STOP)
+        self._thread.join(timeout)
+
+    def close(self, timeout: float | None = None) -> None:
+        """:meth:`drain`, then close the core (when owned). Idempotent.
+
+        :meth:`health` still gives the mistake book's last size afterwards.
+        """
+        self.drain(timeout)
         with self._lock:
             if self._closed:
                 return
-            self._closing = True
-        self._queue.put(_STOP)
-        self._thread.join(timeout)
-        with self._lock:
+            self._last_book_size = self._book_size()
             self._closed = True
         if self.owns_core:
             self.core.close()
@@ -276,6 +290,8 @@ class RewardService:
         }
 
     def _book_size(self) -> int | None:
+        if self._closed:
+            return self._last_book_size
         try:
             return self.core.mistake_book.size()
         except Exception:  # closed, or a busy SQLite file: the health answer goes on without it
@@ -349,14 +365,19 @@ _ROW_FIELDS = {"ground_truth", "extra_info", "response", "data_source"}
 def parse_rows(core: RewardCore, body: Any) -> list[CoderRow | TesterRow]:
     """Validate a ``/v1/rows`` body into rows, with :func:`agents.integrations.verl.row_for`.
 
-    ``data_source`` may be sent and is ignored (as the local path ignores it).
+    ``data_source`` may be sent and is ignored (as the local path ignores it). ``details``
+    (a bool, optional) asks :func:`rows_payload` for each row's details.
 
     Raises:
         RequestError: naming the wrong field (``rows[3].response``, ``rows[0].ground_truth``).
 
     """
-    if not isinstance(body, Mapping) or set(body) != {"rows"}:
-        raise RequestError(None, 'the body must be a JSON object {"rows": [...]}')
+    if not isinstance(body, Mapping) or "rows" not in body or set(body) - {"rows", "details"}:
+        raise RequestError(
+            None, 'the body must be a JSON object {"rows": [...]} (and optionally "details")'
+        )
+    if not isinstance(body.get("details", False), bool):
+        raise RequestError("details", "expected true or false")
     items = body["rows"]
     if not isinstance(items, list):
         raise RequestError("rows", f"expected a list, got {type(items).__name__}")
@@ -381,19 +402,35 @@ def parse_rows(core: RewardCore, body: Any) -> list[CoderRow | TesterRow]:
         if info is not None and not isinstance(info, Mapping):
             raise RequestError(f"{where}.extra_info", "expected an object or null")
         rows.append(
-            verl.row_for(core, item.get("ground_truth"), info, response, f"{where}.ground_truth")
+            verl.row_for(
+                core,
+                item.get("ground_truth"),
+                info,
+                response,
+                f"{where}.ground_truth",
+                f"{where}.extra_info",
+            )
         )
     return rows
 
 
-def rows_payload(rows: Sequence[CoderRow | TesterRow], results: Sequence[Any]) -> dict[str, Any]:
-    """The ``/v1/rows`` answer: :func:`agents.integrations.verl.scores_for` of every row."""
+def rows_payload(
+    rows: Sequence[CoderRow | TesterRow], results: Sequence[Any], details: bool = False
+) -> dict[str, Any]:
+    """The ``/v1/rows`` answer: :func:`agents.integrations.verl.scores_for` of every row.
+
+    With ``details``, also ``details``: per row the pair's ``info`` and the ``tests_text``
+    that was scored (what SkyRL's envs put in their step metadata).
+    """
     scores = []
     for row, result in zip(rows, results, strict=True):
         if not isinstance(result, PairResult):
             raise TypeError("verl rows score as pairs")
         scores.append(verl.scores_for(result, row))
-    return {"scores": scores}
+    if not details:
+        return {"scores": scores}
+    found = [{"info": result.info, "tests_text": result.tests_text} for result in results]
+    return {"scores": scores, "details": found}
 
 
 # ---------------------------------------------------------------------- HTTP
@@ -433,7 +470,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif route == "/v1/rows":
                 verl_rows = parse_rows(core, body)
                 results = self._wait(list(verl_rows)) if verl_rows else []
-                self._reply(200, rows_payload(verl_rows, results))
+                self._reply(200, rows_payload(verl_rows, results, body.get("details") is True))
             else:
                 rows, found = openrlhf.parse_request(core, body)
                 results = self._wait(rows) if rows else []
@@ -461,16 +498,19 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(length_text)
         except ValueError:
-            self._error(400, "Content-Length is not a number", None, "invalid_request")
+            length = -1
+        if length < 0:
+            self.close_connection = True  # the body's end is unknown: nothing more can be read
+            self._error(400, "Content-Length is not a non-negative number", None, "invalid_request")
             return None
         limit = self.app.max_body_bytes
-        if length > limit or length < 0:
+        if length > limit:
             self.close_connection = True
             self._error(413, f"body of {length} bytes; at most {limit}", None, "too_large")
             return None
         raw = self.rfile.read(length)
         try:
-            return json.loads(raw)
+            return decode_json(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             self._error(400, f"the body is not valid JSON: {exc}", None, "invalid_json")
             return None
@@ -486,6 +526,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             if status == 503:
                 self.send_header("Retry-After", "1")
+            if self.close_connection:  # the client learns not to send on this connection
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
@@ -534,10 +576,17 @@ class RewardServer(ThreadingHTTPServer):
         return f"http://{host!s}:{port}"
 
     def stop(self) -> None:
-        """Graceful stop: no new connections, queued work answered, then everything closed."""
+        """Graceful stop: queued work answered, then no new connections, then everything closed.
+
+        While the service drains, the server still accepts connections and answers new requests
+        503 with ``Retry-After`` (which clients retry), rather than leaving them in the listen
+        backlog to be reset when the socket closes (which a client cannot tell from a failure
+        after scoring, so must not retry).
+        """
+        self.service.drain()
         self.shutdown()
-        self.service.close()
         self.server_close()
+        self.service.close()
 
 
 def make_server(

@@ -29,14 +29,16 @@ Scoring goes through the one referee: every env of a process with the same ``env
 one :class:`~agents.integrations.core.RewardCore` (referee, sandbox, mistake book);
 ``env_config.mistake_book`` (a SQLite path) shares the book across SkyRL's processes too.
 ``env_config.reward_url`` (``http://HOST:PORT`` of ``codea1 serve-reward``) sends each step to
-that service instead, so that all env workers share its batching, opponent and book.
+that service instead (its ``POST /v1/rows``, through :mod:`agents.integrations.reward_client`),
+so that all env workers share its batching, opponent and book: the worker then builds no core,
+the service's flags choose the scoring (a scoring key next to ``reward_url`` is an error), and
+``ground_truth`` is resolved by the service. ``reward_timeout_s`` and ``reward_retries`` are the
+client's options, as in verl's ``reward_kwargs``. An unknown ``env_config`` key is an error.
 """
 
 from __future__ import annotations
 
-import json
 import threading
-import urllib.request
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -48,6 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "agents.integrations.skyrl needs SkyRL-gym: pip install 'codea1[skyrl]' (skyrl-gym>=0.4)"
     ) from exc
 
+from agents.integrations import reward_client
 from agents.integrations.core import (
     CoderRow,
     PairResult,
@@ -57,6 +60,9 @@ from agents.integrations.core import (
     coder_prompt,
     tester_prompt,
 )
+from agents.integrations.verl import SCORE_KEYS
+from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict
+from codea1_env.problems.jsontext import decode_json
 
 __all__ = [
     "CODER_ENV_ID",
@@ -85,6 +91,7 @@ _CORE_KEYS = (
     "opponent_model",
     "sandbox",
 )
+_KNOWN_KEYS = frozenset(_CORE_KEYS) | frozenset(reward_client.REMOTE_KWARGS)
 _CORES: dict[tuple[Any, ...], RewardCore] = {}
 _CORES_LOCK = threading.Lock()
 
@@ -150,37 +157,82 @@ class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]
                 "(a problem id of env_config.source or a problem record)"
             )
         self.ground_truth = reward_spec["ground_truth"]
-        self.reward_url = self.config.get("reward_url")
-        self.core = shared_core(self.config)
-        try:
-            self.problem = self.core.problem(self.ground_truth, "reward_spec.ground_truth")
-        except RequestError as exc:
-            raise ValueError(f"{type(self).__name__}: {exc}") from None
+        unknown = sorted(set(self.config) - _KNOWN_KEYS)
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}: unknown env_config key(s) {unknown}; known: "
+                f"{sorted(_KNOWN_KEYS)}"
+            )
+        self.remote = reward_client.remote_scoring(self.config, _CORE_KEYS)
+        self.core: RewardCore | None = None
+        self.problem: Problem | None
+        if self.remote is None:
+            self.core = shared_core(self.config)
+            try:
+                self.problem = self.core.problem(self.ground_truth, "reward_spec.ground_truth")
+            except RequestError as exc:
+                raise ValueError(f"{type(self).__name__}: {exc}") from None
+        else:  # the service resolves the problem; a record is also read here, for init's prompt
+            self.problem = self._record_problem(self.ground_truth)
         self.max_turns = 1
         self.frozen_code = ""
         self._metrics: dict[str, float] = {}
 
+    def _record_problem(self, ground_truth: Any) -> Problem | None:
+        """``ground_truth`` as a problem when it is a record (dict or JSON text), else None."""
+        record = ground_truth
+        if isinstance(record, str) and record.strip().startswith("{"):
+            try:
+                record = decode_json(record)
+            except ValueError as exc:
+                raise ValueError(
+                    f"{type(self).__name__}: reward_spec.ground_truth: not valid JSON: {exc}"
+                ) from None
+        if not isinstance(record, Mapping):
+            return None
+        try:
+            return problem_from_dict(dict(record), where="reward_spec.ground_truth")
+        except ProblemFormatError as exc:
+            raise ValueError(f"{type(self).__name__}: {exc}") from None
+
     def init(self, prompt: Any) -> tuple[Any, dict[str, Any]]:
-        """The first prompt: the row's, or codea1's prompt for the role when the row has none."""
+        """The first prompt: the row's, or codea1's prompt for the role when the row has none.
+
+        Raises:
+            ValueError: no prompt in the row, with ``reward_url`` and a ``ground_truth`` that is
+                a problem id (only the service knows that problem).
+
+        """
         if prompt:
             return prompt, {}
-        return [{"role": "user", "content": self._default_prompt()}], {}
+        if self.problem is None:
+            raise ValueError(
+                f"{type(self).__name__}: the row has no prompt, and with env_config.reward_url "
+                "its problem id is resolved by the service: give the row its prompt "
+                "(agents.integrations.verl.build_rows writes it) or the problem record as "
+                "ground_truth"
+            )
+        return [{"role": "user", "content": self._default_prompt(self.problem)}], {}
 
-    def _default_prompt(self) -> str:
+    def _default_prompt(self, problem: Problem) -> str:
         raise NotImplementedError
 
-    def _row(self, action: str) -> CoderRow | TesterRow:
+    def _row(self, problem: Problem, action: Any) -> CoderRow | TesterRow:
         raise NotImplementedError
 
     def step(self, action: str) -> Any:
         """Score the action through the referee; the episode ends."""
         self.turns += 1
-        row = self._row(action)
-        result = self._remote(action) if self.reward_url else self.core.score([row])[0]
-        if not isinstance(result, PairResult):
-            raise TypeError("a role row scores as a pair")
+        if self.remote is not None:
+            result = self._remote(action)
+        else:
+            assert self.core is not None and self.problem is not None
+            scored = self.core.score([self._row(self.problem, action)])[0]
+            if not isinstance(scored, PairResult):
+                raise TypeError("a role row scores as a pair")
+            result = scored
         info = result.info
-        metrics = result.metrics("tester" if isinstance(row, TesterRow) else "coder")
+        metrics = result.metrics(self.role)
         reward = metrics.pop("score")
         del metrics["scored"]
         self._metrics = {"reward": reward, **metrics}
@@ -195,32 +247,24 @@ class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]
             observations=[], reward=float(reward), done=True, metadata=metadata
         )
 
-    def _remote(self, action: str) -> PairResult:
-        """Score through ``codea1 serve-reward`` (its OpenRLHF endpoint, one query)."""
-        label = json.dumps(
-            {"problem": self.ground_truth, "role": self.role, "code": self.frozen_code}
-            if self.role == "tester"
-            else {"problem": self.ground_truth, "role": "coder"}
+    def _remote(self, action: Any) -> PairResult:
+        """Score through ``codea1 serve-reward`` (its ``POST /v1/rows``, with the details).
+
+        Raises:
+            agents.integrations.reward_client.RewardServiceError: the service could not be
+                reached or answered an error (a reward never silently becomes 0).
+
+        """
+        assert self.remote is not None
+        info = {"role": self.role, "code": self.frozen_code} if self.role == "tester" else {}
+        row = reward_client.wire_row(self.ground_truth, info, action)
+        scores, details = reward_client.post_rows_detailed(self.remote, [row], SCORE_KEYS)
+        return PairResult(
+            scores[0]["coder_reward"],
+            scores[0]["tester_reward"],
+            dict(details[0]["info"]),
+            str(details[0].get("tests_text", "")),
         )
-        body = json.dumps({"query": [action], "prompts": [""], "labels": [label]}).encode()
-        url = str(self.reward_url).rstrip("/") + "/get_reward"
-        request = urllib.request.Request(
-            url, data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(request, timeout=float(self.config.get("timeout", 600))) as r:
-            answer = json.loads(r.read())
-        logs = answer["extra_logs"]
-        reasons = answer.get("reasons", [{"coder": "", "tester": ""}])[0]
-        info = {
-            "rewards": {
-                "coder": logs["codea1_coder_reward"][0],
-                "tester": logs["codea1_tester_reward"][0],
-            },
-            "reasons": reasons,
-            "verdicts": [],
-            "gt_pass_rate": logs["codea1_gt_pass_rate"][0],
-        }
-        return PairResult(info["rewards"]["coder"], info["rewards"]["tester"], info)
 
     def get_metrics(self) -> dict[str, Any]:
         """The last step's numbers (SkyRL averages them over episodes)."""
@@ -232,11 +276,11 @@ class CoderTextEnv(_DuelTextEnv):
 
     role = "coder"
 
-    def _default_prompt(self) -> str:
-        return coder_prompt(self.problem)
+    def _default_prompt(self, problem: Problem) -> str:
+        return coder_prompt(problem)
 
-    def _row(self, action: str) -> CoderRow:
-        return CoderRow(self.problem, action)
+    def _row(self, problem: Problem, action: Any) -> CoderRow:
+        return CoderRow(problem, action)
 
 
 class TesterTextEnv(_DuelTextEnv):
@@ -254,16 +298,16 @@ class TesterTextEnv(_DuelTextEnv):
             )
         self.frozen_code = code
 
-    def _default_prompt(self) -> str:
-        return tester_prompt(self.problem, self.frozen_code, num_tests=self.core_num_tests)
+    def _default_prompt(self, problem: Problem) -> str:
+        return tester_prompt(problem, self.frozen_code, num_tests=self.core_num_tests)
 
     @property
     def core_num_tests(self) -> int:
         """How many asserts the prompt asks for (``env_config.num_tests``, default 8)."""
         return int(self.config.get("num_tests", 8))
 
-    def _row(self, action: str) -> TesterRow:
-        return TesterRow(self.problem, self.frozen_code, action)
+    def _row(self, problem: Problem, action: Any) -> TesterRow:
+        return TesterRow(problem, self.frozen_code, action)
 
 
 def register_envs() -> None:

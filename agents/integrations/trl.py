@@ -81,6 +81,11 @@ def _problem_index(problems: Any) -> Any:
     """Something indexable by task id: a ProblemSource, a mapping, or a dict built from a list."""
     if isinstance(problems, Mapping):
         return problems
+    if isinstance(problems, str):
+        raise TypeError(
+            f"make_trl_reward needs problems, got the string {problems!r}: for a source by name "
+            f"pass codea1_env.problems.load_source({problems!r})"
+        )
     if hasattr(problems, "ids") and hasattr(problems, "__getitem__"):
         return problems
     if isinstance(problems, Iterable):
@@ -103,7 +108,8 @@ class GoldenTestReward:
     ``reward(prompts, completions, completion_ids=..., task_id=[...], **other_columns)``, it
     returns one float per completion in ``[0, 1]``: the reward
     ``CodeTestDuel-Coder-v0(opponent="gt")`` gives the same answer. A completion that is not
-    text (None, a number) scores 0 with the reason ``not_text``; its row's reason is in
+    text (None, a number) scores 0 with the reason ``not_text``; ``bytes`` are decoded as UTF-8
+    as the env decodes them (``binary`` when they are not UTF-8). Each row's reason is in
     :attr:`last_reasons`.
 
     Args:
@@ -126,6 +132,7 @@ class GoldenTestReward:
 
     Raises:
         ValueError: ``referee`` does not score in golden mode.
+        TypeError: ``answer_prefix`` is not a string.
 
     """
 
@@ -141,6 +148,11 @@ class GoldenTestReward:
     ) -> None:
         from agents.integrations.core import RewardCore
 
+        if not isinstance(answer_prefix, str):
+            raise TypeError(
+                "make_trl_reward: answer_prefix must be a string, got "
+                f"{type(answer_prefix).__name__}"
+            )
         self._problems = _problem_index(problems)
         if referee is not None and referee.reward_config.mode != "golden":
             raise ValueError(
@@ -178,6 +190,11 @@ class GoldenTestReward:
 
     def _answer(self, completion: Any) -> Any:
         """The coder's move for a completion; a completion that is not text is passed as is."""
+        if isinstance(completion, (bytes, bytearray)):
+            try:
+                return self.answer_prefix + bytes(completion).decode("utf-8")
+            except UnicodeDecodeError:
+                return completion  # the duel scores it 0 with the reason "binary"
         try:
             return self.answer_prefix + completion_text(completion)
         except TypeError:

@@ -159,12 +159,17 @@ def close_cores() -> None:
         core.close()
 
 
-def _problem_spec(ground_truth: Any, extra_info: Mapping[str, Any] | None, where: str) -> Any:
-    """The problem of a row: ``ground_truth`` (id or record), else ``extra_info["problem"]``."""
+def _problem_spec(
+    ground_truth: Any, extra_info: Mapping[str, Any] | None, where: str, info_where: str
+) -> tuple[Any, str]:
+    """The problem of a row and the field it came from.
+
+    ``ground_truth`` (id or record), else ``extra_info["problem"]``.
+    """
     if ground_truth is not None and not (isinstance(ground_truth, str) and not ground_truth):
-        return ground_truth
+        return ground_truth, where
     if extra_info and extra_info.get("problem") is not None:
-        return extra_info["problem"]
+        return extra_info["problem"], f"{info_where}.problem"
     raise RequestError(
         where, "the row has no ground_truth (a problem id or record) nor extra_info.problem"
     )
@@ -176,6 +181,7 @@ def row_for(
     extra_info: Mapping[str, Any] | None,
     response: str,
     where: str = "ground_truth",
+    info_where: str = "extra_info",
 ) -> CoderRow | TesterRow:
     """The scoring row of one verl sample: the coder's answer, or the tester's suite.
 
@@ -188,7 +194,9 @@ def row_for(
         ground_truth: ``reward_model.ground_truth`` (a problem id or record).
         extra_info: The row's ``extra_info`` (may be None).
         response: The policy's response text.
-        where: The field named in errors.
+        where: The field named in errors about ``ground_truth``.
+        info_where: The field named in errors about ``extra_info`` (its ``role``, ``code``
+            and ``problem``).
 
     Returns:
         A :class:`~agents.integrations.core.CoderRow` or
@@ -200,17 +208,16 @@ def row_for(
 
     """
     info = extra_info or {}
-    problem = core.problem(_problem_spec(ground_truth, info, where), where)
+    spec, spec_where = _problem_spec(ground_truth, info, where, info_where)
+    problem = core.problem(spec, spec_where)
     role = info.get("role") or "coder"
     if role == "coder":
         return CoderRow(problem, response)
     if role != "tester":
-        raise RequestError(f"{where}: extra_info.role", f"expected coder or tester, got {role!r}")
+        raise RequestError(f"{info_where}.role", f"expected coder or tester, got {role!r}")
     code = info.get("code")
     if not isinstance(code, str) or not code.strip():
-        raise RequestError(
-            f"{where}: extra_info.code", "a tester row needs the frozen coder's answer"
-        )
+        raise RequestError(f"{info_where}.code", "a tester row needs the frozen coder's answer")
     return TesterRow(problem, code, response)
 
 
@@ -356,7 +363,7 @@ def compute_score_batch(
         return reward_client.post_rows(remote, wire, SCORE_KEYS)
     core = core_for(kwargs)
     rows = [
-        row_for(core, gt, info, text, f"ground_truths[{i}]")
+        row_for(core, gt, info, text, f"ground_truths[{i}]", f"extra_infos[{i}]")
         for i, (text, gt, info) in enumerate(zip(solution_strs, ground_truths, infos))
     ]
     return score_rows(core, rows)

@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import ast
 import builtins
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from codea1_env.problems.asserts import extract_simple_asserts
+from codea1_env.problems.jsontext import decode_json
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import ProblemFormatError, problem_from_dict
 
@@ -407,7 +407,7 @@ def _apps_pairs(
     value: Any, fail: Callable[[str | None, str], ProblemFormatError]
 ) -> list[dict[str, str]]:
     try:
-        data = json.loads(value) if isinstance(value, str) else value
+        data = decode_json(value) if isinstance(value, str) else value
     except ValueError as exc:
         raise fail("input_output", f"not valid JSON: {exc}") from None
     if not isinstance(data, Mapping) or "fn_name" in data:

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from codea1_env.atomic import atomic_writer
 from codea1_env.problems.adapters import adapt_record
+from codea1_env.problems.jsontext import decode_json
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import ProblemFormatError, problem_to_dict
 
@@ -36,11 +37,9 @@ def parse_json_lines(text: str, where: str) -> Iterator[tuple[int, Any]]:
         if not raw.strip():
             continue
         try:
-            yield number, json.loads(raw)
+            yield number, decode_json(raw)
         except ValueError as exc:
             raise ProblemFormatError(where, number, None, f"not valid JSON: {exc}") from None
-        except RecursionError:
-            raise ProblemFormatError(where, number, None, "JSON nested too deeply") from None
 
 
 def collect_problems(
