@@ -48,6 +48,9 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["eval", "--policy", "scripted:gt", "--top-p", "5"], "--top-p: expected a number in"),
         (["eval", "--policy", "scripted:gt", "--top-p", "0"], "--top-p: expected a number in"),
         (["report", "run", "--duels", "-1"], "--duels: expected an integer >= 0"),
+        (["duel", "--seed", "-5"], "--seed: expected an integer >= 0"),
+        (["eval", "--policy", "scripted:gt", "--seed", "-1"], "--seed: expected an integer"),
+        (["serve-reward", "--seed", "-1"], "--seed: expected an integer >= 0"),
     ],
 )
 def test_bad_numbers_are_refused_by_the_parser(
@@ -271,3 +274,85 @@ def test_the_traceback_on_request_and_where_it_was_raised(
     monkeypatch.setenv("CODEA1_TRACEBACK", "1")
     assert main(argv) == 2
     assert "Traceback (most recent call last)" in capsys.readouterr().err
+
+
+def test_eval_source_errors_name_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", "--policy", "scripted:gt", "--source", "procedural-test:x", "--out", "o"]
+    err = _fails(argv, capsys)
+    assert "--source 'procedural-test:x': bad procedural spec" in err
+    assert not Path("o").exists()
+
+
+def test_eval_refuses_two_policies_of_one_name(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", "--policy", "a=scripted:gt", "--policy", "a=scripted:boundary", "--out", "o"]
+    assert "the name 'a' is already that of policy 'a=scripted:gt'" in _fails(argv, capsys)
+    assert not (Path("o") / "eval.json").exists()
+
+
+def test_an_http_policy_whose_server_is_not_there(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as free:  # a port nobody listens on: bound, never listening
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}/v1"
+        argv = ["eval", "--policy", f"http:{url}#m", "--problems", "1", "--samples", "1"]
+        err = _fails([*argv, "--k", "1", "--out", "o", "--quiet"], capsys)
+    assert "HTTPPolicyError" in err and "Connection refused" in err
+
+
+def test_serve_reward_on_a_taken_port_names_it_and_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    book = tmp_path / "new" / "book.sqlite"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        err = _fails(["serve-reward", "--port", port, "--mistake-book", str(book)], capsys)
+    assert f"--host 127.0.0.1 --port {port}: cannot listen there" in err
+    assert not book.parent.exists()
+
+
+def test_report_out_that_is_a_file_and_a_log_with_no_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("{bad json\n")
+    (tmp_path / "afile").write_text("")
+    err = _fails(["report", str(run), "--out", str(tmp_path / "afile")], capsys)
+    assert "--out" in err and "exists and is not a directory" in err
+    with pytest.warns(UserWarning, match=r"metrics\.jsonl: no logged step could be read"):
+        assert main(["report", str(run), "--duels", "0"]) == 0
+
+
+@pytest.mark.requires("torch")
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_train_start_that_fails_leaves_nothing_behind(
+    existing: bool,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A sandbox that cannot start (``--sandbox docker`` without an engine): one line, exit 2,
+    and the new run's files removed (a directory the user made keeps only what it had)."""
+    from agents.training import trainer
+    from codea1_env.sandbox.base import SandboxUnavailable
+
+    def unavailable(*args: object, **kwargs: object) -> None:
+        raise SandboxUnavailable("no Docker engine answers (a test's stand-in)")
+
+    monkeypatch.setattr(trainer, "build_referee", unavailable)
+    run_dir = tmp_path / "run"
+    if existing:
+        run_dir.mkdir()
+        (run_dir / "notes.txt").write_text("mine")
+    argv = ["train", "--preset", "nano", "--output-dir", str(run_dir)]
+    err = _fails(argv, capsys)
+    assert "SandboxUnavailable: no Docker engine answers" in err
+    if existing:
+        assert sorted(p.name for p in run_dir.iterdir()) == ["notes.txt"]
+    else:
+        assert not run_dir.exists()

@@ -56,19 +56,35 @@ TRACEBACK_ENV = "CODEA1_TRACEBACK"
 
 
 def _input_errors() -> tuple[type[BaseException], ...]:
-    """What a user's files, flags and environment raise: reported in one line, not a traceback."""
+    """What a user's files, flags and environment raise: reported in one line, not a traceback.
+
+    Besides bad files and values, a service the user named that is not there: a sandbox
+    backend that cannot start (``--sandbox docker`` without an engine) and an ``http:`` policy
+    whose server does not answer.
+    """
     import sqlite3
 
-    return (OSError, ValueError, KeyError, sqlite3.DatabaseError)
+    from agents.lm.http import HTTPPolicyError
+    from codea1_env.sandbox.base import SandboxUnavailable
+
+    return (
+        OSError,
+        ValueError,
+        KeyError,
+        sqlite3.DatabaseError,
+        SandboxUnavailable,
+        HTTPPolicyError,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit status.
 
     An error from the user's input (a missing or damaged file, a bad value: ``OSError``,
-    ``ValueError`` and its kin such as ``ProblemFormatError``, ``KeyError``, SQLite errors) is
-    printed as ``codea1 COMMAND: error: MESSAGE`` with exit status 2; ``CODEA1_TRACEBACK=1``
-    prints the traceback too.
+    ``ValueError`` and its kin such as ``ProblemFormatError``, ``KeyError``, SQLite errors; a
+    sandbox backend or an ``http:`` policy server that is not there) is printed as
+    ``codea1 COMMAND: error: MESSAGE`` with exit status 2; ``CODEA1_TRACEBACK=1`` prints the
+    traceback too.
     """
     args = build_parser().parse_args(argv)
     module = importlib.import_module(args._module)

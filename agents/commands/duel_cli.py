@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Any
 
-from agents.commands.argtypes import check_output, positive_int, probability
+from agents.commands.argtypes import check_output, nonnegative_int, positive_int, probability
 
 __all__ = ["add_arguments", "play", "run"]
 
@@ -32,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--source", default="bank", help="problem source: bank, humaneval, procedural, jsonl:PATH"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for problems and players")
+    parser.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seed for problems and players"
+    )
     parser.add_argument(
         "--p-mutant", type=probability, default=0.75, help="chance the coder submits a mutant"
     )

@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="LM sampling temperature (0: greedy)",
     )
     parser.add_argument("--top-p", type=top_p, default=0.95, help="LM nucleus sampling, in (0, 1]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every sampler")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="seed of every sampler")
     parser.add_argument(
         "--candidates",
         default="scripted:mutant:0.75",
@@ -148,13 +148,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _source(spec: str) -> object:
-    """A problem source; ``procedural-test[:SEED]`` is the procedural family's held-out split."""
+    """A problem source; ``procedural-test[:SEED]`` is the procedural family's held-out split.
+
+    Raises:
+        ValueError: an unknown or malformed spec, naming ``--source``.
+    """
     from codea1_env import problems
 
     name, _, arg = spec.partition(":")
-    if name == "procedural-test":
-        return problems.ProceduralSource(seed=int(arg or 0), split="test")
-    return problems.load_source(spec)
+    resolved = f"procedural:{arg or 0}:test" if name == "procedural-test" else spec
+    try:
+        return problems.load_source(resolved)
+    except ValueError as exc:
+        raise ValueError(
+            f"--source {spec!r}: {exc} (eval also takes procedural-test[:SEED])"
+        ) from None
 
 
 def _markdown_page(source: str, n_problems: int, settings: object, table: str) -> str:

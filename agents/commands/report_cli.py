@@ -52,11 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 report``; returns 2 when the run directory is not usable."""
+    from agents.commands.argtypes import check_output
     from agents.evaluation.report import load_run, monitor_flags, write_report
 
     try:
+        if args.out is not None:
+            check_output("--out", args.out, directory=True)
         page = write_report(args.run_dir, args.out, duels=args.duels, smoothing=args.smoothing)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         print(f"codea1 report: error: {exc}", file=sys.stderr)
         return 2
     flags = monitor_flags(load_run(args.run_dir).rows)

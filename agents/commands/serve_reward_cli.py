@@ -15,10 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import sys
 from typing import Any
 
-from agents.commands.argtypes import nonnegative_float, port, positive_int, probability
+from agents.commands.argtypes import (
+    nonnegative_float,
+    nonnegative_int,
+    port,
+    positive_int,
+    probability,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -54,7 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--num-tests", type=positive_int, default=8, help="tests per frozen-tester suite"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted testers")
+    parser.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seed of the scripted testers"
+    )
     parser.add_argument(
         "--sandbox", default="local", choices=("local", "docker", "ray"), help="sandbox backend"
     )
@@ -80,11 +89,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true", help="log every request to stderr")
 
 
+def check_address(host: str, port_number: int) -> None:
+    """Raise ``OSError`` naming ``--host``/``--port`` when the service could not listen there.
+
+    Bound and released at once, as the server binds (``SO_REUSEADDR``), so that a taken port
+    or a bad host is reported before anything is built or written.
+    """
+    from agents.integrations.reward_service import RewardServer
+
+    probe = socket.socket(RewardServer.address_family, socket.SOCK_STREAM)
+    try:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port_number))
+    except OSError as exc:
+        raise OSError(
+            f"--host {host} --port {port_number}: cannot listen there ({exc.strerror or exc})"
+        ) from None
+    finally:
+        probe.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 serve-reward`` until SIGTERM or SIGINT."""
     from agents.integrations.core import RewardCore
     from agents.integrations.reward_service import RewardService, make_server, serve
 
+    check_address(args.host, args.port)  # before the core opens (and creates) the book
     core = RewardCore(
         args.source,
         opponent=args.opponent,
@@ -118,6 +148,11 @@ def run(args: argparse.Namespace) -> int:
             max_body_bytes=args.max_request_bytes,
             verbose=args.verbose,
         )
+    except OSError as exc:  # taken since the check
+        service.close()
+        raise OSError(
+            f"--host {args.host} --port {args.port}: cannot listen there ({exc})"
+        ) from None
     except BaseException:
         service.close()
         raise

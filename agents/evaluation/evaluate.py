@@ -45,6 +45,7 @@ from agents.evaluation.policies import (
     PolicyLike,
     check_policy_spec,
     load_policy,
+    policy_name,
 )
 from codea1_env.envs.duel_env import duel_info
 from codea1_env.evaluation import coverage
@@ -191,8 +192,16 @@ def evaluate_policies(
     from codea1_env.scoring.rewards import RewardConfig
 
     settings = settings or EvalSettings()
+    names: dict[str, str] = {}
     for spec in specs:
         check_policy_spec(spec)  # every spec, before any work
+        name = policy_name(spec)
+        if name in names:
+            raise ValueError(
+                f"policy {spec!r}: the name {name!r} is already that of policy {names[name]!r}; "
+                "rows are keyed by name, so give each policy its own (NAME=SPEC)"
+            )
+        names[name] = spec
     say = progress or (lambda _line: None)
     owned = sandbox is None
     if sandbox is None:

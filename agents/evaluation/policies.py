@@ -29,7 +29,14 @@ from typing import Any
 
 from codea1_env.sandbox.base import Sandbox
 
-__all__ = ["EvalSettings", "LoadedPolicy", "PolicyLike", "check_policy_spec", "load_policy"]
+__all__ = [
+    "EvalSettings",
+    "LoadedPolicy",
+    "PolicyLike",
+    "check_policy_spec",
+    "load_policy",
+    "policy_name",
+]
 
 PolicyLike = Any
 """Anything with ``act(observations, infos) -> list[str]``."""
@@ -168,6 +175,12 @@ def check_policy_spec(spec: str) -> None:
     )
 
 
+def policy_name(spec: str) -> str:
+    """The name a policy's row gets: ``NAME`` of ``NAME=SPEC``, else the spec itself."""
+    name, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
+    return name or body
+
+
 def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPolicy:
     """Build the policy described by ``spec`` (see the module docstring).
 
@@ -176,8 +189,8 @@ def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPo
 
     """
     check_policy_spec(spec)
-    name, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
-    name = name or body
+    name = policy_name(spec)
+    _, _, body = spec.partition("=") if "=" in spec.split(":", 1)[0] else ("", "", spec)
     kind, _, arg = body.partition(":")
     if kind == "scripted":
         return _scripted(name, body, arg, sandbox, settings)

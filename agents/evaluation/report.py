@@ -109,6 +109,10 @@ def load_run(run_dir: str | Path) -> RunData:
     if not path.is_file():
         raise FileNotFoundError(f"{root} holds no metrics.jsonl (is it a codea1 run directory?)")
     rows = [r for r in read_metrics(path) if isinstance(r.get("step"), (int, float))]
+    if not rows and path.read_bytes().strip():  # read_metrics skips a torn last line silently
+        warnings.warn(
+            f"{path}: no logged step could be read (not JSON lines with a step)", stacklevel=2
+        )
     rows.sort(key=lambda r: r["step"])
     return RunData(
         run_dir=root,

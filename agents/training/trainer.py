@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -211,7 +212,20 @@ class Trainer:
         self.eval_problems: list[Problem] = list(eval_problems or [])
         if config.eval_before_after and eval_problems is None:
             self.eval_problems = heldout_problems(config)
+        fresh = self.checkpoint is None and self.dist.is_main
+        made_dir = not self.run_dir.exists()
+        existed = {path: path.exists() for path in _fresh_run_files(self.run_dir)}
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start(config, source, referee)
+        except BaseException:  # a model that does not load, a sandbox that cannot start, ...
+            if fresh:  # a new run leaves nothing behind (a resumed one keeps its directory)
+                self._undo_fresh_start(made_dir, existed)
+            raise
+
+    def _start(self, config: TrainConfig, source: Any, referee: Any) -> None:
+        """The rest of ``__init__``: config.json, seeding, players, referee, resume, metrics."""
+        saved = self.run_dir / "config.json"
         self.config = config
         self.dist.barrier()  # every rank has read the saved config before rank 0 rewrites it
         if self.dist.is_main:
@@ -271,6 +285,24 @@ class Trainer:
                 run_name=self.run_dir.name,
                 config=config.to_dict(),
             )
+
+    def _undo_fresh_start(self, made_dir: bool, existed: dict[Path, bool]) -> None:
+        """Remove what a new run wrote before its start failed; close what it opened."""
+        with contextlib.suppress(Exception):
+            if getattr(self, "_owns_referee", False) and getattr(self, "referee", None):
+                self.referee.close()
+        with contextlib.suppress(Exception):
+            if getattr(self, "mistake_book", None) is not None:
+                self.mistake_book.close()
+        with contextlib.suppress(Exception):
+            self.metrics.close()
+        if made_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            return
+        for path, was_there in existed.items():
+            if not was_there:
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
 
     # ------------------------------------------------------------------------------------------
     # setup helpers
@@ -651,6 +683,13 @@ class Trainer:
                 self.mistake_book.close()
         if self._owns_dist:
             self.dist.shutdown()
+
+
+def _fresh_run_files(run_dir: Path) -> list[Path]:
+    """What a trainer's start writes into its run directory (removed if the start fails)."""
+    book = "mistake_book.sqlite"
+    names = ["config.json", book, f"{book}-wal", f"{book}-shm", "metrics.jsonl", "tb"]
+    return [run_dir / name for name in names]
 
 
 def _check_device(spec: str) -> None:
