@@ -1,7 +1,10 @@
 """Every training-stability option, switched on, in the env (and, with --train, the trainer).
 
     python examples/stability_options.py            # env: one batch of scripted duels
-    python examples/stability_options.py --train    # plus a short CPU-preset training run
+    python examples/stability_options.py --train    # plus a short tiny-preset training run:
+                                                    # a brief warm start, 4 RL steps, a small
+                                                    # held-out evaluation (under a minute on 2
+                                                    # cores), written to --output-dir
 
 Options (see codea1_env/stability.py): curriculum, hard-only, code anonymization, a bounded and
 refreshed mistake book, trivial-test filtering, and execution limits in one place.
@@ -19,6 +22,7 @@ from codea1_env.stability import StabilityOptions
 parser = argparse.ArgumentParser()
 parser.add_argument("--train", action="store_true", help="also run a short tiny-preset training")
 parser.add_argument("--steps", type=int, default=4)
+parser.add_argument("--output-dir", default="runs/stability_demo")
 args = parser.parse_args()
 
 options = StabilityOptions(
@@ -72,7 +76,8 @@ if args.train:
     codea1(
         [
             "train", "--preset", "tiny", "--steps", str(args.steps),
-            "--output-dir", "runs/stability_demo",
+            "--output-dir", args.output_dir,
+            "--sft-steps", "50", "--sft-tester-steps", "50", "--eval-size", "8",
             "--curriculum", "--anonymize-code", "--quality-filter",
             "--book-capacity-per-problem", "8", "--book-capacity-total", "1500",
             "--book-refresh-every", "4", "--skip-collapsed-groups",

@@ -306,3 +306,24 @@ def test_human_mode_prints_on_reset_and_step_in_every_gymnasium_view(sandbox, ca
         env.step("assert clamp(5, 0, 10) == 5")
         assert "custom/clamp" in capsys.readouterr().out
         env.close()
+
+
+def test_async_vector_env_without_shared_memory_sees_what_sync_sees():
+    """The README's advice for vectorization_mode="async" (Gymnasium reads Text spaces out of
+    shared memory once, at construction: with it every prompt would be filler)."""
+    sync = gym.make_vec("CodeTestDuel-v0", num_envs=2, vectorization_mode="sync")
+    parallel = gym.make_vec(
+        "CodeTestDuel-v0",
+        num_envs=2,
+        vectorization_mode="async",
+        vector_kwargs={"shared_memory": False},
+    )
+    try:
+        expected, _ = sync.reset(seed=3)
+        seen, _ = parallel.reset(seed=3)
+        assert list(seen["prompt"]) == list(expected["prompt"])
+        assert all(p.strip() for p in seen["prompt"])  # not the filler of blank lines
+        assert list(seen["entry_point"]) == list(expected["entry_point"])
+    finally:
+        sync.close()
+        parallel.close()
