@@ -291,3 +291,61 @@ def test_readme_sample_table_is_what_eval_writes(tmp_path: Path) -> None:
     assert [row[0] for row in sample[1:]] == list(by_policy)
     for row in sample[1:]:
         assert dict(zip(header, row)) == {name: by_policy[row[0]][name] for name in header}
+
+
+def _test_row(sandbox: Sandbox, problem: Problem, suites: list[str], codes: list[str]) -> Any:
+    """The tests metrics of a tester that writes exactly ``suites`` (its samples) on ``problem``,
+    with ``codes`` as the candidate pool."""
+    from agents.evaluation.evaluate import _evaluate_one, _Shared
+    from agents.evaluation.policies import LoadedPolicy
+    from codea1_env.scoring.referee import Referee
+    from codea1_env.scoring.rewards import RewardConfig
+
+    class Fixed:
+        def act(self, observations: list[Any], infos: Any = None) -> list[str]:
+            assert len(observations) == len(suites)
+            return [f"```python\n{s}\n```" if s else "no tests here" for s in suites]
+
+    settings = EvalSettings(samples=len(suites), ks=(1,), test_k=1, n_candidates=len(codes))
+    recorder = RecordingSandbox(sandbox)
+    referee = Referee(sandbox=recorder, reward_config=RewardConfig(k=8), owns_sandbox=False)
+    codes_ = [[f"```python\n{c}\n```" for c in codes]]
+    shared = _Shared([problem], codes_, referee, recorder, SuiteEvaluator(sandbox), settings)
+    try:
+        return _evaluate_one(LoadedPolicy("t", "t", tester=Fixed()), shared)["tests"]
+    finally:
+        referee.close()
+
+
+RANGE = "def f(x):\n    if x < 0:\n        raise ValueError('neg')\n    return 1 if x > 10 else 0\n"
+RANGE_PROBLEM = Problem(
+    "t/range",
+    "def f(x):",
+    "f",
+    RANGE,
+    tests=("assert f(0) == 0", "assert f(1) == 0", "assert f(20) == 1"),
+)
+ZERO = "def f(x):\n    return 0\n"  # wrong: f(20) == 0
+
+
+def test_untested_calls_stay_out_of_p00_and_an_empty_suite_discriminates_nothing(
+    sandbox: Sandbox,
+) -> None:
+    # f(-1) raises on the GT: never run on a candidate, so it is neither passed nor failed
+    # (p00 had counted it as failed by the wrong code, which returns the claimed 0 there);
+    # the suite with no test catches no wrong code: 0, not left out of the mean.
+    tests = _test_row(sandbox, RANGE_PROBLEM, ["assert f(-1) == 0\nassert f(20) == 1", ""], [ZERO])
+    assert tests["p00"] is None  # no incorrect test was run
+    assert tests["p01"] == 0.0  # the wrong code fails the one correct test
+    assert tests["discrimination"] == pytest.approx((1.0 + 0.0) / 2)
+
+
+def test_metrics_read_every_test_of_a_suite(sandbox: Sandbox) -> None:
+    lines = [f"assert f({x}) == {int(x > 10)}" for x in range(16)] + ["assert f(50) == 1"]
+    lines += ["assert f(60) == 0", "assert f(61) == 0", "assert f(62) == 0"]  # wrong expectations
+    window = "def f(x):\n    return 1 if 10 < x < 20 else 0\n"  # wrong: f(50) == 0
+    tests = _test_row(sandbox, RANGE_PROBLEM, ["\n".join(lines)], [window])
+    assert tests["tests_per_suite"] == 20  # the referee reads 64; the metrics had read 16
+    assert tests["ut_accuracy"] == pytest.approx(17 / 20)
+    assert tests["discrimination"] == 1.0  # f(50) == 1, test 17, catches it
+    assert tests["p00"] == 1.0  # the wrong code returns the three wrong 0s

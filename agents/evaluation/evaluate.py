@@ -346,12 +346,16 @@ def _test_metrics(
             all_valid.append(1.0 if measures.all_valid_at_k(suite.valid, k) else 0.0)
             mut_entries.append((suite.valid, suite.mutant_kills))
             accuracy_flags.extend(suite.valid)
-            run = [s != "duplicate" for s in suite.statuses]
+            # the tests the candidates ran: the kept ones (a duplicate, a call the GT raised on,
+            # arguments that did not evaluate, a filtered test: never run, so neither passed
+            # nor failed, and left out of p01/p00)
+            run = [s in ("valid", "wrong_expected") for s in suite.statuses]
             run_valid = tuple(v for v, r in zip(suite.valid, run) if r)
             wrong_rows = [
                 tuple(p for p, r in zip(suite.candidate_passes[i], run) if r) for i in wrong
             ]
-            score = measures.discrimination(wrong_rows, run_valid) if run_valid else None
+            # a suite with no valid test catches no wrong code: 0, not left out
+            score = measures.discrimination(wrong_rows, run_valid)
             if score is not None:
                 discrimination.append(score)
             p01_rows.extend((r, run_valid) for r in wrong_rows)

@@ -156,8 +156,10 @@ class SuiteEvaluator:
             mutation tools do: a mutant that loops (an off-by-one in a loop bound) would
             otherwise hold a worker for the full timeout, and a mutant that times out counts as
             failing (killed on) that call.
-        max_tests: Tests reported per suite (the first ones in the tester's order). Metrics use
-            the first ``k``; ``r_val``/``n_kept``/``n_invalid`` count every test, as training.
+        max_tests: Tests reported per suite (the first ones in the tester's order); None (the
+            default): every test the referee read (at most ``8 K``, as in training). The
+            ``@k`` metrics use the first ``k``, the others every reported test;
+            ``r_val``/``n_kept``/``n_invalid`` count every test, as training.
         max_mutants: Mutants per problem (None: all). With a cut the first ones in the
             operators' deterministic order are kept.
         mutant_cache: A shared cache of generated mutants (one is created when None).
@@ -172,13 +174,13 @@ class SuiteEvaluator:
         *,
         limits: Limits | None = None,
         mutant_limits: Limits | None = None,
-        max_tests: int = 16,
+        max_tests: int | None = None,
         max_mutants: int | None = None,
         mutant_cache: MutantCache | None = None,
         reward_config: RewardConfig | None = None,
     ) -> None:
-        if max_tests < 1:
-            raise ValueError(f"max_tests must be >= 1, got {max_tests}")
+        if max_tests is not None and max_tests < 1:
+            raise ValueError(f"max_tests must be >= 1 or None, got {max_tests}")
         self.sandbox = sandbox
         self.limits = limits or Limits(call_timeout_s=1.0, setup_timeout_s=3.0)
         self.mutant_limits = mutant_limits or Limits(call_timeout_s=0.5, setup_timeout_s=2.0)
@@ -360,7 +362,8 @@ class SuiteEvaluator:
             elif reason.startswith("trivial:"):
                 rows.append((line, offset + position, "filtered", None, None))
         rows.sort(key=lambda row: (row[0], row[1]))
-        return [(status, case, slot) for _l, _p, status, case, slot in rows[: self.max_tests]]
+        shown = rows if self.max_tests is None else rows[: self.max_tests]
+        return [(status, case, slot) for _l, _p, status, case, slot in shown]
 
 
 def _stdio_suite() -> EvaluatedSuite:
