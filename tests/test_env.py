@@ -194,3 +194,33 @@ def test_a_suite_past_the_size_limit_says_where_it_was_cut(env):
     (cut,) = [entry for entry in info["rejected"] if entry["reason"] == "cut_off"]
     assert cut["source"] == lines[cut["line"] - 1]
     assert not any(f"abs_diff({cut['line'] - 1}, 0)" in test for test in info["tests"])
+
+
+def test_golden_mode_grades_gt_tests_against_the_gts_own_values(sandbox):
+    """Deviation 17: a GT test's written expectation the GT does not produce is corrected to
+    the GT's value (not failed by every code); one the GT cannot run is left out."""
+    problem = {
+        "task_id": "custom/add",
+        "prompt": 'def add(a, b):\n    """Return a + b."""\n',
+        "entry_point": "add",
+        "canonical_solution": "def add(a, b):\n    return a + b\n",
+        "tests": [
+            "assert add(1, 2) == 3",
+            "assert add(0, 0) == 0",
+            "assert add(5, 5) == 10",
+            "assert add(-1, 1) == 0",
+            "assert add(2, 2) == 5",  # bad data: the GT returns 4
+            "assert add(2, 'x') == 5",  # bad data: the GT raises
+        ],
+    }
+    env = CodeTestDuelEnv(sandbox=sandbox, reward_mode="golden")
+    rewards = {}
+    for name, body in (
+        ("abs", "return abs(a) + b"),  # fails add(-1, 1); returns the GT's 4 for add(2, 2)
+        ("written", "return a + b + (1 if a == 2 else 0)"),  # returns the written 5 there
+    ):
+        env.reset(options={"problem": problem})
+        _, rewards[name], *_ = env.step(f"def add(a, b):\n    {body}\n")
+    env.close()
+    # five GT tests the GT runs, expectations 3, 0, 10, 0 and the GT's 4
+    assert rewards == {"abs": pytest.approx(4 / 5), "written": pytest.approx(4 / 5)}
