@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -359,6 +360,11 @@ def test_checkpoints_are_atomic_and_pruned(tmp_path: Path) -> None:
     (tmp_path / "checkpoints" / "latest").write_text("step_99\n")
     (tmp_path / "checkpoints" / "step_50").mkdir()
     assert latest_checkpoint(tmp_path) == latest
+    # ... and cleaned up by the next write, as is a step_N that is a file
+    (tmp_path / "checkpoints" / "step_60").write_text("")
+    write_checkpoint(tmp_path, 5, writer("s5"), keep=2)
+    left = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
+    assert left == ["latest", "step_3", "step_5"]
 
 
 @pytest.mark.requires("torch")
@@ -375,6 +381,19 @@ def test_rng_state_round_trip() -> None:
 
 
 @pytest.mark.requires("torch")
+@pytest.mark.requires("torch")
+def test_a_resume_says_which_steps_metrics_jsonl_lacks(tmp_path: Path) -> None:
+    """A log cut outside a run (a kill cannot: each line is synced before its checkpoint)."""
+    with MetricsLogger(tmp_path, tensorboard=False) as log:
+        for step in (1, 2, 3, 4, 6):
+            log.log(step, {"coder/reward": step / 10})
+    with pytest.warns(UserWarning, match=r"no line for step\(s\) 5, 7-8 up to the resumed"):
+        MetricsLogger(tmp_path, resume_step=8, tensorboard=False).close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MetricsLogger(tmp_path, resume_step=4, tensorboard=False).close()
+
+
 def test_metrics_jsonl_resume_drops_later_steps(tmp_path: Path) -> None:
     with MetricsLogger(tmp_path, tensorboard=False) as log:
         for step in (1, 2, 3, 4):

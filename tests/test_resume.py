@@ -137,3 +137,50 @@ def assert_same(a: object, b: object, where: str) -> None:
             assert_same(x, y, f"{where}[{i}]")
     else:
         assert a == b, where
+
+
+def test_a_resume_from_what_is_left_of_a_damaged_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """config.json lost, a --steps below the checkpoint, a damaged checkpoint file."""
+    import json
+    import shutil
+
+    from agents.commands.cli import main
+
+    def train(run_dir: Path, *flags: str) -> tuple[int, str]:
+        argv = ["train", "--preset", "nano", "--steps", "2", "--checkpoint-every", "1"]
+        status = main([*argv, "--no-eval-before-after", "--output-dir", str(run_dir), *flags])
+        return status, capsys.readouterr().err
+
+    base = tmp_path / "base"
+    assert train(base)[0] == 0
+    lr = json.loads((base / "config.json").read_text())["lr"]
+
+    # config.json lost: the checkpoint's copy is the saved config (a changed flag is ignored)
+    lost = tmp_path / "lost"
+    shutil.copytree(base, lost)
+    (lost / "config.json").unlink()
+    status, err = train(lost, "--steps", "3", "--lr", "0.5")
+    assert status == 0, err
+    assert "config.json is missing; using" in err and "step_2/config.json" in err
+    assert "ignoring changed fields: lr" in err
+    saved = json.loads((lost / "config.json").read_text())
+    assert saved["lr"] == lr and saved["steps"] == 3
+
+    # --steps below the checkpoint's step: said, and config.json says where the run ends
+    fewer = tmp_path / "fewer"
+    shutil.copytree(base, fewer)
+    status, err = train(fewer, "--steps", "1")
+    assert status == 0, err
+    assert "the run is at step 2, past steps=1; it ends there" in err
+    assert json.loads((fewer / "config.json").read_text())["steps"] == 2
+
+    # a damaged checkpoint file: one line naming it, exit status 2
+    damaged = tmp_path / "damaged"
+    shutil.copytree(base, damaged)
+    state = damaged / "checkpoints" / "step_2" / "trainer_state.pt"
+    state.write_bytes(state.read_bytes()[:-100])
+    status, err = train(damaged, "--steps", "3")
+    assert status == 2 and "Traceback" not in err
+    assert "CheckpointError" in err and "step_2/trainer_state.pt cannot be loaded" in err

@@ -58,13 +58,14 @@ TRACEBACK_ENV = "CODEA1_TRACEBACK"
 def _input_errors() -> tuple[type[BaseException], ...]:
     """What a user's files, flags and environment raise: reported in one line, not a traceback.
 
-    Besides bad files and values, a service the user named that is not there: a sandbox
-    backend that cannot start (``--sandbox docker`` without an engine) and an ``http:`` policy
-    whose server does not answer.
+    Besides bad files and values, a service the user named that is not there (a sandbox
+    backend that cannot start, ``--sandbox docker`` without an engine; an ``http:`` policy
+    whose server does not answer) and a damaged checkpoint file (named in the message).
     """
     import sqlite3
 
     from agents.lm.http import HTTPPolicyError
+    from agents.training.checkpoint import CheckpointError
     from codea1_env.sandbox.base import SandboxUnavailable
 
     return (
@@ -74,6 +75,7 @@ def _input_errors() -> tuple[type[BaseException], ...]:
         sqlite3.DatabaseError,
         SandboxUnavailable,
         HTTPPolicyError,
+        CheckpointError,
     )
 
 

@@ -4,7 +4,8 @@ A checkpoint is written into a temporary directory next to its final place, ever
 fsynced, and the directory is renamed into place with :func:`os.replace`; only then is the
 ``latest`` pointer rewritten (temp file + fsync + rename). A process killed at any moment leaves
 either the previous checkpoint or the new one, never a half-written one: a directory without the
-``COMPLETE`` marker is ignored and cleaned up. The last ``keep`` checkpoints are kept.
+``COMPLETE`` marker is ignored, and removed by the next write. The last ``keep`` checkpoints are
+kept.
 
 RNG states (Python, NumPy's global state, torch CPU and CUDA) are captured and restored here too,
 and so is the trainer's own state (:func:`write_trainer_state`, :func:`read_trainer_state`: the
@@ -33,6 +34,7 @@ __all__ = [
     "CheckpointError",
     "TrainerState",
     "capture_rng_state",
+    "checkpoint_step",
     "curriculum_state",
     "latest_checkpoint",
     "list_checkpoints",
@@ -92,6 +94,18 @@ def _fsync_tree(root: Path) -> None:
         fsync_dir(Path(dirpath))
 
 
+def checkpoint_step(path: Path) -> int:
+    """The step of checkpoint directory ``path`` (``step_N`` -> N).
+
+    Raises:
+        ValueError: ``path`` is not named ``step_N``.
+    """
+    match = _STEP_DIR.match(Path(path).name)
+    if match is None:
+        raise ValueError(f"{path}: not a checkpoint directory (step_N)")
+    return int(match.group(1))
+
+
 def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """Complete checkpoints under ``run_dir/checkpoints``, as ``(step, path)`` sorted by step."""
     root = Path(run_dir) / "checkpoints"
@@ -141,6 +155,9 @@ def write_checkpoint(
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(".tmp_step_*"):  # leftovers of a write killed midway
         shutil.rmtree(stale, ignore_errors=True)
+    for child in root.glob("step_*"):  # a step_N without its marker is no checkpoint
+        if _STEP_DIR.match(child.name) and not (child / COMPLETE_MARKER).is_file():
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink()
     tmp = make_temp_dir(root, f".tmp_step_{step}_")
     try:
         write(tmp)

@@ -116,6 +116,17 @@ def _clean(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _spans(steps: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    spans: list[list[int]] = []
+    for step in steps:
+        if spans and step == spans[-1][1] + 1:
+            spans[-1][1] = step
+        else:
+            spans.append([step, step])
+    return ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in spans)
+
+
 class MetricsLogger:
     """Write each step's scalars to ``run_dir/metrics.jsonl``, TensorBoard and wandb.
 
@@ -144,6 +155,15 @@ class MetricsLogger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume_step is not None:
             kept = [r for r in read_metrics(self.path) if int(r.get("step", -1)) <= resume_step]
+            seen = {int(r.get("step", -1)) for r in kept}
+            missing = [step for step in range(1, resume_step + 1) if step not in seen]
+            if missing:  # cut outside a run (a kill cannot: each line is synced before its step's
+                # checkpoint); a resume goes on from the checkpoint and does not re-run them
+                warnings.warn(
+                    f"{self.path}: no line for step(s) {_spans(missing)} up to the resumed "
+                    f"checkpoint (step {resume_step}); the resumed run does not re-run them",
+                    stacklevel=2,
+                )
             write_text_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
         elif self.path.exists():
             self.path.unlink()

@@ -124,23 +124,32 @@ def game_host(config: TrainConfig, source: Any, referee: Any) -> DuelHost:
 
 
 def merge_saved_config(
-    saved: TrainConfig, given: TrainConfig, log: Callable[[str], None]
+    saved: TrainConfig,
+    given: TrainConfig,
+    log: Callable[[str], None],
+    at_step: int | None = None,
 ) -> TrainConfig:
     """On resume the saved config wins, except ``steps`` (so a run can be extended).
 
     ``output_dir``, ``distributed_strategy`` and ``rollout_dtype`` also follow the command line:
     checkpoints hold full float32 states whatever the rollouts sample from, so a run may resume
     under ``ddp``, ``fsdp`` or on one process, with or without bf16 rollout copies (a GPU without
-    bf16, a resume on CPU). Other changed fields are named in ``log`` and ignored.
+    bf16, a resume on CPU). Other changed fields are named in ``log`` and ignored. A ``steps``
+    below ``at_step`` (the checkpoint's step: those steps are done) becomes ``at_step``, said in
+    ``log``, so that the saved config says where the run ends.
     """
     kept = ("steps", "output_dir", "distributed_strategy", "rollout_dtype")
     differences = {k: v for k, v in saved.diff(given).items() if k not in kept}
     if differences:
         names = ", ".join(sorted(differences))
         log(f"resume: keeping the saved config; ignoring changed fields: {names}")
+    steps = given.steps
+    if at_step is not None and steps < at_step:
+        log(f"resume: the run is at step {at_step}, past steps={steps}; it ends there")
+        steps = at_step
     return replace(
         saved,
-        steps=given.steps,
+        steps=steps,
         output_dir=given.output_dir,
         distributed_strategy=given.distributed_strategy,
         rollout_dtype=given.rollout_dtype,

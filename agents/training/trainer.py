@@ -51,6 +51,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.training.checkpoint import (
+    checkpoint_step,
     curriculum_state,
     latest_checkpoint,
     load_player_weights,
@@ -201,8 +202,14 @@ class Trainer:
         self.run_dir = Path(self.dist.broadcast(str(self.run_dir)))
         self.checkpoint = latest_checkpoint(self.run_dir)
         saved = self.run_dir / "config.json"
-        if self.checkpoint is not None and saved.is_file():
-            config = merge_saved_config(TrainConfig.load(saved), config, self.log)
+        if self.checkpoint is not None:
+            # the run's config, or the one the checkpoint carries when the run's was lost
+            found = saved if saved.is_file() else self.checkpoint / "config.json"
+            if found.is_file():
+                if found != saved:
+                    self.log(f"resume: {saved} is missing; using {found}")
+                at_step = checkpoint_step(self.checkpoint)
+                config = merge_saved_config(TrainConfig.load(found), config, self.log, at_step)
         # --- the input, checked before anything is written (the run directory, config.json) ---
         _check_device(config.device)
         _check_model_specs(config)
