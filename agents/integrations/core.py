@@ -50,6 +50,7 @@ from codea1_env.scoring.referee import Judgement, Referee
 from codea1_env.scoring.rewards import RewardConfig
 
 __all__ = [
+    "SharedCores",
     "MODES",
     "OPPONENTS",
     "CoderRow",
@@ -544,6 +545,47 @@ class RewardCore:
         coder, tester = outcome.rewards["coder"], outcome.rewards["tester"]
         duel.outcome = outcome
         return PairResult(coder, tester, outcome.info(), duel.tests_text)
+
+
+class SharedCores:
+    """One :class:`RewardCore` per distinct setting in a process, built on first use.
+
+    What the adapters whose host builds many reward functions or envs per process (verl's
+    reward workers, SkyRL's env workers) keep, so that they share one referee, sandbox and
+    mistake book per setting. A setting is a mapping of :class:`RewardCore`'s keywords plus
+    ``source``; values that are not plain scalars (a :class:`Sandbox` instance) are told apart
+    by identity.
+    """
+
+    def __init__(self) -> None:
+        self._cores: dict[tuple[Any, ...], RewardCore] = {}
+        self._lock = threading.Lock()
+
+    def get(self, setting: Mapping[str, Any]) -> RewardCore:
+        """The core of ``setting`` (built now when it is the first of its kind)."""
+        key = tuple(sorted((name, _setting_key(value)) for name, value in setting.items()))
+        with self._lock:
+            core = self._cores.get(key)
+            if core is None:
+                keywords = dict(setting)
+                source = keywords.pop("source", "bank")
+                core = self._cores[key] = RewardCore(source, **keywords)
+            return core
+
+    def close(self) -> None:
+        """Close every core built so far (their sandboxes and mistake books); idempotent."""
+        with self._lock:
+            cores = list(self._cores.values())
+            self._cores.clear()
+        for core in cores:
+            core.close()
+
+
+def _setting_key(value: Any) -> Any:
+    """A hashable stand-in for one setting's value (identity for anything but a scalar)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return ("object", type(value).__name__, id(value))
 
 
 def _problem_key(problem: Problem) -> str:

@@ -38,7 +38,6 @@ client's options, as in verl's ``reward_kwargs``. An unknown ``env_config`` key 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -56,6 +55,7 @@ from agents.integrations.core import (
     PairResult,
     RequestError,
     RewardCore,
+    SharedCores,
     TesterRow,
     coder_prompt,
     tester_prompt,
@@ -92,8 +92,7 @@ _CORE_KEYS = (
     "sandbox",
 )
 _KNOWN_KEYS = frozenset(_CORE_KEYS) | frozenset(reward_client.REMOTE_KWARGS)
-_CORES: dict[tuple[Any, ...], RewardCore] = {}
-_CORES_LOCK = threading.Lock()
+_CORES = SharedCores()
 
 
 def _plain_config(env_config: Any) -> dict[str, Any]:
@@ -117,27 +116,12 @@ def shared_core(env_config: Mapping[str, Any] | None = None) -> RewardCore:
     ``alpha``, ``k``, ``mistake_book`` (SQLite path), ``seed``, ``num_tests``, ``workers``,
     ``opponent_url``, ``opponent_model``, ``sandbox`` (a backend name or a Sandbox).
     """
-    config = {key: value for key, value in (env_config or {}).items() if key in _CORE_KEYS}
-    key = tuple(
-        (name, id(value) if name == "sandbox" and not isinstance(value, str) else value)
-        for name, value in sorted(config.items())
-    )
-    with _CORES_LOCK:
-        core = _CORES.get(key)
-        if core is None:
-            source = config.pop("source", "bank")
-            core = RewardCore(source, **config)
-            _CORES[key] = core
-        return core
+    return _CORES.get({k: v for k, v in (env_config or {}).items() if k in _CORE_KEYS})
 
 
 def close_shared_cores() -> None:
     """Close every shared core of this process (their sandboxes and mistake books)."""
-    with _CORES_LOCK:
-        cores = list(_CORES.values())
-        _CORES.clear()
-    for core in cores:
-        core.close()
+    _CORES.close()
 
 
 class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]

@@ -60,12 +60,18 @@ of a reward worker in batches (one referee call each).
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.integrations import reward_client
-from agents.integrations.core import CoderRow, PairResult, RequestError, RewardCore, TesterRow
+from agents.integrations.core import (
+    CoderRow,
+    PairResult,
+    RequestError,
+    RewardCore,
+    SharedCores,
+    TesterRow,
+)
 from agents.integrations.verl_data import (
     CODE_SOURCES,
     build_rows,
@@ -122,8 +128,7 @@ SCORING_KWARGS = (
     "update_book",
 )
 """The ``reward_kwargs`` that choose the local scoring (``codea1 serve-reward``'s flags)."""
-_CORES: dict[tuple[Any, ...], RewardCore] = {}
-_LOCK = threading.Lock()
+_CORES = SharedCores()
 
 
 def core_for(kwargs: Mapping[str, Any]) -> RewardCore:
@@ -140,23 +145,12 @@ def core_for(kwargs: Mapping[str, Any]) -> RewardCore:
     config = {
         key: kwargs[key] for key in SCORING_KWARGS if key in kwargs and kwargs[key] is not None
     }
-    key = tuple(sorted((k, str(v)) for k, v in config.items()))
-    with _LOCK:
-        core = _CORES.get(key)
-        if core is None:
-            source = config.pop("source", "bank")
-            core = RewardCore(source, **config)
-            _CORES[key] = core
-        return core
+    return _CORES.get(config)
 
 
 def close_cores() -> None:
     """Close the cores this process built (sandboxes and mistake books)."""
-    with _LOCK:
-        cores = list(_CORES.values())
-        _CORES.clear()
-    for core in cores:
-        core.close()
+    _CORES.close()
 
 
 def _problem_spec(
