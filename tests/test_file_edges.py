@@ -128,3 +128,134 @@ def test_a_checkpoint_directory_gets_the_mode_mkdir_would(tmp_path: Path) -> Non
         assert stat.S_IMODE((final / "weights.txt").stat().st_mode) == 0o644
     finally:
         os.umask(old)
+
+
+# --------------------------------------------------------------------------------------------
+# Dataset layouts (from an audit with files in each published layout)
+# --------------------------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, *records: object) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_apps_solutions_as_published_a_json_encoded_list(tmp_path: Path) -> None:
+    from codea1_env.problems import load_source
+
+    record = {
+        "problem_id": 0,
+        "question": "Reverse the line.",
+        "solutions": json.dumps(["s=input(\n", "s = input()\nprint(s[::-1])\n"]),
+        "input_output": json.dumps({"inputs": ["abc\n"], "outputs": ["cba\n"]}),
+    }
+    source = load_source(f"stdio:{_write_jsonl(tmp_path / 'apps.jsonl', record)}")
+    (problem,) = (source[i] for i in source.ids())
+    assert problem.gt_program == "s = input()\nprint(s[::-1])\n"  # the first one that parses
+
+
+DEEP = "-" * 3000 + "1"
+GOOD = {
+    "task_id": "ok",
+    "prompt": "def g(x):",
+    "entry_point": "g",
+    "canonical_solution": "def g(x):\n    return x\n",
+    "tests": ["assert g(1) == 1"],
+}
+
+
+@pytest.mark.parametrize(
+    ("layout", "record"),
+    [
+        (
+            "kodcode",
+            {
+                "question_id": "q",
+                "question": "Add.",
+                "solution": f"def add(a, b=({DEEP})):\n    return a + b\n",
+                "test": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+                "test_info": [{"function_name": "add"}],
+            },
+        ),
+        (
+            "kodcode",
+            {
+                "question_id": "q",
+                "question": "Add.",
+                "solution": "def add(a, b):\n    return a + b\n",
+                "test": f"from solution import add\n\ndef test_add():\n    assert add(1, {DEEP}) == 3\n",
+                "test_info": [{"function_name": "add"}],
+            },
+        ),
+        (
+            "codea1",
+            {
+                "task_id": "t",
+                "prompt": "def f(x):",
+                "entry_point": "f",
+                "canonical_solution": f"def f(x):\n    return {DEEP}\n",
+                "tests": ["assert f(1) == -1"],
+            },
+        ),
+    ],
+)
+def test_code_nested_too_deeply_is_a_bad_record_not_a_crash(
+    tmp_path: Path, layout: str, record: dict[str, object]
+) -> None:
+    path = _write_jsonl(tmp_path / "deep.jsonl", record)
+    with pytest.raises(ProblemFormatError, match=r"deep\.jsonl:1: ") as caught:
+        read_problems(path, layout)  # a RecursionError escaped the loader
+    assert "nested too deeply" in str(caught.value) or "field 'test'" in str(caught.value)
+    if layout == "codea1":  # skip_invalid skips it like any other bad record
+        problems, skipped = read_problems(
+            _write_jsonl(path, record, GOOD), layout, skip_invalid=True
+        )
+        assert [p.task_id for p in problems] == ["ok"] and len(skipped) == 1
+
+
+@pytest.mark.parametrize(
+    "solution", ["add: object = lambda a, b: a + b\n", "from operator import add\n"]
+)
+def test_an_entry_point_bound_by_annotation_or_import_is_the_whole_gt(solution: str) -> None:
+    from codea1_env.problems import problem_from_dict
+
+    record = {
+        "task_id": "t",
+        "prompt": "Write add.",
+        "entry_point": "add",
+        "canonical_solution": solution,
+        "tests": ["assert add(1, 2) == 3"],
+    }
+    assert problem_from_dict(record).gt_program == solution  # not the prose prompt in front
+
+
+def test_every_gt_test_counts_and_those_that_cannot_be_scored_are_named(sandbox: object) -> None:
+    import gymnasium as gym
+
+    import codea1_env  # noqa: F401  (registers the env ids)
+
+    tests = ["assert f(1) == [1, 1]", "assert set(f(2)) == {2}", "assert f(\n  4) == [4, 4]"]
+    tests += [f"assert f({i}) == [{i}, {i}]" for i in range(100)]
+    problem = {
+        "task_id": "t/many",
+        "prompt": "def f(x):",
+        "entry_point": "f",
+        "canonical_solution": "def f(x):\n    return [x, x]\n",
+        "tests": tests,
+    }
+    env = gym.make("CodeTestDuel-v0", reward_mode="golden", sandbox=sandbox)
+    env.reset(options={"problem": problem})
+    with pytest.warns(UserWarning, match=r"'t/many': 1 of its 103 GT tests .* tests\[1\] \(wrong"):
+        _, reward, *_ = env.step("def f(x):\n    return [x, x] if x != 77 else []\n")
+    env.close()
+    assert reward == pytest.approx(101 / 102)  # every test past the 64th counts too
+
+
+def test_layout_names_and_odd_specs(tmp_path: Path) -> None:
+    from codea1_env.problems import load_source
+
+    path = _write_jsonl(tmp_path / "p.jsonl", GOOD)
+    assert list(load_source(f"codea1:{path}").ids()) == ["ok"]
+    assert list(load_source(f"CODEA1:{path}").ids()) == ["ok"]
+    with pytest.raises(ValueError, match="a problem source spec is a string, got int"):
+        load_source(5)  # type: ignore[arg-type]

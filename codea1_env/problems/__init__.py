@@ -10,6 +10,7 @@ documented in :mod:`codea1_env.problems.schema`; :func:`load_source` takes spec 
 * :mod:`.schema`: the JSONL schema, validated into :class:`Problem`;
 * :mod:`.jsonl`: reading and writing problem files;
 * :mod:`.jsontext`: decoding JSON that others wrote (too deep a nesting is bad JSON, not a crash);
+* :mod:`.pysource`: parsing Python that a data file wrote (the same, for code);
 * :mod:`.sources`: the sources behind one interface, and :func:`load_source`;
 * :mod:`.adapters`: records of public datasets turned into the schema;
 * :mod:`.asserts`: GT ``assert`` lines read out of other people's test code;

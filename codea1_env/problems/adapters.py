@@ -25,10 +25,11 @@ Layouts:
 ``stdio`` (CodeContests / CURE / APPS style stdin-stdout problems)
     ``name`` (or ``id`` / ``task_id`` / ``problem_id``), ``description`` (or ``question`` /
     ``prompt``), ``solutions`` (CodeContests' ``{"language": [...], "solution": [...]}``, a list
-    of strings, or one string) or ``solution``; tests from ``public_tests`` / ``tests`` plus
-    ``private_tests`` when present, each either ``{"input": [...], "output": [...]}``, a list of
-    ``[input, output]`` pairs or a list of ``{"input": ..., "output": ...}`` objects, or APPS'
-    ``input_output`` JSON string. The first Python 3 solution that parses is the GT.
+    of strings, APPS' JSON-encoded list of strings, or one string) or ``solution``; tests from
+    ``public_tests`` / ``tests`` plus ``private_tests`` when present, each either
+    ``{"input": [...], "output": [...]}``, a list of ``[input, output]`` pairs or a list of
+    ``{"input": ..., "output": ...}`` objects, or APPS' ``input_output`` JSON string. The first
+    Python 3 solution that parses is the GT.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 from codea1_env.problems.asserts import extract_simple_asserts
 from codea1_env.problems.jsontext import decode_json
 from codea1_env.problems.problem import Problem
+from codea1_env.problems.pysource import parse_python
 from codea1_env.problems.schema import ProblemFormatError, problem_from_dict
 
 __all__ = [
@@ -211,13 +213,19 @@ def adapt_record(
 
     Raises:
         ValueError: ``layout`` is unknown.
-        ProblemFormatError: the record does not fit the layout.
+        ProblemFormatError: the record does not fit the layout (a code field nested too deeply
+            to read included: the adapters parse and rewrite code with recursive tools).
     """
     try:
         adapter = LAYOUTS[layout]
     except KeyError:
         raise ValueError(f"unknown layout {layout!r}; expected one of {sorted(LAYOUTS)}") from None
-    return adapter(record, where=where, line=line)
+    try:
+        return adapter(record, where=where, line=line)
+    except (RecursionError, MemoryError):
+        raise ProblemFormatError(
+            where, line, None, "code nested too deeply to read (a solution or a test)"
+        ) from None
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -239,7 +247,7 @@ def _require_python(
     source: str, field: str, fail: Callable[[str | None, str], ProblemFormatError]
 ) -> None:
     try:
-        ast.parse(source)
+        parse_python(source)
     except SyntaxError as exc:
         raise fail(field, f"does not parse: {exc.msg} (line {exc.lineno})") from None
 
@@ -303,7 +311,7 @@ def _kodcode_test_info(info: Any) -> dict[str, Any]:
 
 def _function_defs(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return []
     return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -334,7 +342,7 @@ def _docstring(text: str) -> str:
 def _called_function(test: str, code: str) -> str | None:
     """The function a test calls: preferably one ``code`` defines, else any non-builtin."""
     try:
-        tree = ast.parse(test)
+        tree = parse_python(test)
     except SyntaxError:
         return None
     defined = {node.name for node in _function_defs(code)}
@@ -353,6 +361,13 @@ def _called_function(test: str, code: str) -> str | None:
 
 
 def _python_solution(value: Any) -> str | None:
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:  # APPS publishes its solutions as a JSON-encoded list of programs
+            decoded = decode_json(value)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list) and all(isinstance(v, str) for v in decoded):
+            value = decoded
     if isinstance(value, str):
         candidates = [value]
     elif isinstance(value, list):
@@ -367,7 +382,7 @@ def _python_solution(value: Any) -> str | None:
         return None
     for code in candidates:
         try:
-            ast.parse(code)
+            parse_python(code)
         except SyntaxError:
             continue
         return code

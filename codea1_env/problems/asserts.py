@@ -26,6 +26,8 @@ import ast
 import copy
 from collections.abc import Callable, Iterable
 
+from codea1_env.problems.pysource import parse_python
+
 __all__ = [
     "SAFE_BUILTINS",
     "check_assert_line",
@@ -85,7 +87,7 @@ def check_assert_line(line: str, entry_point: str) -> str | None:
         ``None`` when the line is acceptable, otherwise the reason it is not.
     """
     try:
-        tree = ast.parse(line)
+        tree = parse_python(line)
     except SyntaxError as exc:
         return f"does not parse ({exc.msg})"
     if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assert):
@@ -116,7 +118,7 @@ def extract_simple_asserts(
         the module does not parse or holds no simple assert.
     """
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return []
     lines: list[str] = []

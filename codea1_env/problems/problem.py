@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codea1_env.problems.pysource import parse_python
+
 __all__ = ["IOPair", "Problem", "own_copies"]
 
 
@@ -69,16 +71,28 @@ class Problem:
 
 def _defines(source: str, name: str) -> bool:
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except SyntaxError:
         return False
-    return any(
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and node.name == name
-        or isinstance(node, ast.Assign)
-        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
-        for node in tree.body
-    )
+    return name in top_level_names(tree)
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module binds at top level: defs, classes, (annotated) assignments, imports.
+
+    The one rule for "the solution defines the entry point", for the schema's check of a record
+    and for :attr:`Problem.gt_program` alike.
+    """
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return names
 
 
 def own_copies(problems: Iterable[Problem]) -> list[Problem]:

@@ -43,7 +43,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from codea1_env.problems.asserts import check_assert_line, extract_simple_asserts
-from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.problems.problem import IOPair, Problem, top_level_names
+from codea1_env.problems.pysource import parse_python
 
 __all__ = [
     "KNOWN_FIELDS",
@@ -298,13 +299,13 @@ def _check_gt_program(problem: Problem, fail: _Fail) -> None:
     """The GT program must parse and, for function problems, define the entry point."""
     alone = _parse(problem.canonical_solution)
     if problem.kind == "stdio" or (
-        isinstance(alone, ast.Module) and problem.entry_point in _top_level_names(alone)
+        isinstance(alone, ast.Module) and problem.entry_point in top_level_names(alone)
     ):
         if isinstance(alone, SyntaxError):
             raise fail("canonical_solution", f"does not parse: {_syntax(alone)}")
         return
     joined = _parse(problem.prompt + problem.canonical_solution)
-    if isinstance(joined, ast.Module) and problem.entry_point in _top_level_names(joined):
+    if isinstance(joined, ast.Module) and problem.entry_point in top_level_names(joined):
         return
     if isinstance(alone, SyntaxError) and isinstance(joined, SyntaxError):
         raise fail("canonical_solution", f"does not parse: {_syntax(alone)}")
@@ -316,23 +317,10 @@ def _check_gt_program(problem: Problem, fail: _Fail) -> None:
 
 def _parse(source: str) -> ast.Module | SyntaxError:
     try:
-        return ast.parse(source)
+        return parse_python(source)
     except SyntaxError as exc:
         return exc
 
 
 def _syntax(exc: SyntaxError) -> str:
     return f"{exc.msg} (line {exc.lineno})"
-
-
-def _top_level_names(tree: ast.Module) -> set[str]:
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-    return names

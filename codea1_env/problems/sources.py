@@ -46,7 +46,7 @@ __all__ = [
 
 _SPEC_HELP = (
     "expected 'bank', 'humaneval', 'procedural', 'procedural:SEED[:train|test[:FAMILY+...]]', "
-    "'jsonl:PATH', "
+    "'jsonl:PATH' (or 'codea1:PATH'), "
     "'kodcode:PATH', 'mbpp:PATH', 'stdio:PATH', 'hf:NAME[:SPLIT]' or a path ending in .jsonl"
 )
 
@@ -285,13 +285,17 @@ def _looks_offline(exc: BaseException) -> bool:
     return False
 
 
+_LAYOUT_SPECS = ("jsonl", "codea1", "kodcode", "mbpp", "stdio")
+"""Spec prefixes naming a file layout (case-insensitive: ``KODCODE:path`` works too)."""
+
+
 def load_source(spec: str) -> ProblemSource:
     """Build a source from a spec string.
 
     Specs: ``"bank"``, ``"humaneval"``, ``"procedural"`` (seed 0, train split),
     ``"procedural:SEED"``, ``"procedural:SEED:test"``, ``"procedural:SEED:SPLIT:FAMILIES"``
     (``FAMILIES`` joined by ``+``, e.g. ``procedural:0:test:step+range``: only those families),
-    ``"jsonl:PATH"`` (package schema),
+    ``"jsonl:PATH"`` or ``"codea1:PATH"`` (package schema),
     ``"kodcode:PATH"``, ``"mbpp:PATH"``, ``"stdio:PATH"`` (dataset layouts),
     ``"hf:NAME[:SPLIT]"`` (Hugging Face; layout guessed from the name: ``kodcode`` for names
     containing "kodcode", ``mbpp`` for "mbpp", ``stdio`` for "code_contests"/"codecontests",
@@ -300,17 +304,20 @@ def load_source(spec: str) -> ProblemSource:
     Raises:
         ValueError: the spec is not understood.
     """
-    if not isinstance(spec, str) or not spec.strip():
+    if not isinstance(spec, str):
+        raise ValueError(f"a problem source spec is a string, got {type(spec).__name__}")
+    if not spec.strip():
         raise ValueError(f"empty problem source spec; {_SPEC_HELP}")
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
+    kind = kind.lower() if kind.lower() in _LAYOUT_SPECS else kind
     if spec == "bank":
         return BankSource()
     if spec == "humaneval":
         return HumanEvalSource()
     if kind == "procedural":
         return _procedural(rest, spec)
-    if kind == "jsonl" and rest:
+    if kind in ("jsonl", "codea1") and rest:  # codea1: the package schema's layout name
         return JsonlSource(rest, "codea1")
     if kind in ("kodcode", "mbpp", "stdio") and rest:
         return JsonlSource(rest, kind)

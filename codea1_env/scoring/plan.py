@@ -12,10 +12,13 @@ the GT's mutants on the suites' calls.
 from __future__ import annotations
 
 import ast
+import bisect
 import dataclasses
 import functools
 import hashlib
+import itertools
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -207,7 +210,7 @@ def plan_problem(
     if stdio:
         gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
     else:
-        gt_cases = list(_gt_tests(problem.entry_point, tuple(problem.tests)))
+        gt_cases = list(_gt_tests(problem.task_id, problem.entry_point, tuple(problem.tests)))
     return Plan(problem, programs, errors, parsed, book, gt_cases)
 
 
@@ -331,9 +334,32 @@ def add_candidate_jobs(plan: Plan, jobs: list[Job], limits: Limits) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _gt_tests(entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
-    """A problem's GT tests as cases (parsed once per process; the parse is pure)."""
-    return parse_tests("\n".join(tests), entry_point, inline="anywhere").cases
+def _gt_tests(task_id: str, entry_point: str, tests: tuple[str, ...]) -> tuple[TestCase, ...]:
+    """A problem's GT tests as cases (parsed once per process; the parse is pure).
+
+    Every GT test counts: none of the limits on a tester's answer (its first 8 K asserts, its
+    first 20,000 characters) applies. A GT test the parser rejects (not ``assert CALL ==
+    EXPECTED`` on the entry point, a statement past the size limit) cannot be scored: it is
+    left out of the GT pass rate with a warning naming the problem and the test, once per
+    process.
+    """
+    text = "\n".join(tests)
+    parsed = parse_tests(
+        text, entry_point, inline="anywhere", max_chars=len(text) + 1, max_cases=len(tests)
+    )
+    if parsed.rejected:
+        firsts = list(itertools.accumulate((t.count("\n") + 1 for t in tests), initial=1))
+        shown = [
+            f"tests[{bisect.bisect_right(firsts, item.line) - 1}] ({item.reason})"
+            for item in parsed.rejected[:3]
+        ]
+        more = f" and {len(parsed.rejected) - 3} more" if len(parsed.rejected) > 3 else ""
+        warnings.warn(
+            f"problem {task_id!r}: {len(parsed.rejected)} of its {len(tests)} GT tests cannot "
+            f"be scored and are left out of the GT pass rate: {', '.join(shown)}{more}",
+            stacklevel=2,
+        )
+    return parsed.cases
 
 
 def clear_caches() -> None:
