@@ -414,3 +414,94 @@ def test_sqlite_books_refuse_other_databases_and_name_the_file(tmp_path: Path) -
         book.apply("p", [("f(1)", 1)], [])
     with SqliteMistakeBook(tmp_path / "new.db") as book:
         assert book.size() == 1
+
+
+# --- from an audit of the shared book ------------------------------------------------------
+
+
+def test_a_new_file_opened_while_another_holds_its_lock_waits(tmp_path: Path) -> None:
+    """Processes opening one new book at once: the WAL switch waits like any other write."""
+    import threading
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # what a second opener meets while the first creates it
+    opened: list[Any] = []
+    opener = threading.Thread(target=lambda: opened.append(SqliteMistakeBook(path)))
+    opener.start()
+    time.sleep(0.3)
+    holder.execute("ROLLBACK")
+    holder.close()
+    opener.join(30)
+    assert len(opened) == 1  # it had answered "database is locked" at once
+    opened[0].apply("p", [("f(1)", 1)], [])
+    assert opened[0].size() == 1
+    opened[0].close()
+
+
+def test_evict_sees_no_other_writer_between_its_ranking_and_its_removal(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "book.db"
+    first, second = SqliteMistakeBook(path), SqliteMistakeBook(path)
+    first.apply("p", [("x()", 1)] * 3 + [("y()", 2)], [])  # x: 3, y: 1
+    remove = first._remove
+    writer = threading.Thread(target=lambda: second.apply("p", [("y()", 2)] * 5, []))
+
+    def remove_after_the_other_writer_tried(rows: list[tuple[str, str]]) -> None:
+        writer.start()
+        time.sleep(0.3)  # before the fix, its +5 went in here and then was removed with y
+        remove(rows)
+
+    first._remove = remove_after_the_other_writer_tried  # type: ignore[method-assign]
+    assert first.evict(per_problem=1) == 1
+    writer.join(30)
+    assert freqs(first) == {"x()": 3, "y()": 5}  # evict, then the other write: a serial order
+    first.close()
+    second.close()
+
+
+def test_both_backends_read_a_problem_id_as_apply_stored_it(book: MistakeBook) -> None:
+    book.apply(5, [("f(1)", 1)], [])  # type: ignore[arg-type]
+    assert [e.call for e in book.top(5)] == ["f(1)"]  # type: ignore[arg-type]
+    assert book.size(5) == 1 and book.problems() == ["5"]  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_value_exports_and_reads_back(book: MistakeBook, tmp_path: Path) -> None:
+    book.apply("p", [("g()", "\ud800")], [])  # a GT may return chr(55296)
+    book.export_json(tmp_path / "book.json")
+    copy = InMemoryMistakeBook()
+    copy.import_json(tmp_path / "book.json")
+    assert copy.entries("p") == [BookEntry("g()", "\ud800", 1)]
+
+
+@pytest.mark.parametrize(
+    ("entry", "version", "says"),
+    [
+        ({"call": "f()", "expected": 1, "frequency": 2**63}, 1, "frequency: expected an int"),
+        ({"call": "f(\ud800)", "expected": 1, "frequency": 1}, 1, "call: not UTF-8 text"),
+        ({"call": "f()", "expected": 1, "frequency": 1}, 1.0, "version: expected 1"),
+        ({"call": "f()", "expected": 1, "frequency": 1}, True, "version: expected 1"),
+    ],
+)
+def test_imports_that_a_backend_cannot_hold_are_refused_by_both(
+    book: MistakeBook, entry: dict[str, Any], version: object, says: str
+) -> None:
+    data = {"format": "codea1.mistake_book", "version": version, "problems": {"p": [entry]}}
+    with pytest.raises(MistakeBookFormatError, match=re.escape(says)):
+        book.load_dict(data)
+    assert book.size() == 0
+
+
+def test_an_entries_table_without_its_unique_key_is_refused_at_open(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE entries (id INTEGER PRIMARY KEY, problem_id TEXT, call TEXT, "
+        "expected TEXT, frequency INTEGER)"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match=r"other\.db: .*no UNIQUE \(problem_id, call\)"):
+        SqliteMistakeBook(path)

@@ -8,6 +8,7 @@ rules themselves and :mod:`.json_format` for the export format.
 from __future__ import annotations
 
 import abc
+import contextlib
 import json
 import os
 from collections.abc import Iterable
@@ -123,6 +124,13 @@ class MistakeBook(abc.ABC):
     def clear(self) -> None:
         """Remove every entry."""
 
+    @abc.abstractmethod
+    def _atomically(self) -> contextlib.AbstractContextManager[None]:
+        """A section in which reads and writes of this book see no other writer's change.
+
+        In it the backend's own reads and writes run as one transaction (nested calls join it).
+        """
+
     def _replace(self, rows: list[tuple[str, str, str, int]]) -> None:
         """Make ``rows`` the whole book (backends override this to do it in one transaction)."""
         self.clear()
@@ -138,11 +146,13 @@ class MistakeBook(abc.ABC):
         """Return the ``n`` entries to replay: highest frequency first, ties by insertion order."""
         if n <= 0:
             return []
-        return [BookEntry(c, plain.loads(e), f) for c, e, f in self._ranked(problem_id, n)]
+        rows = self._ranked(str(problem_id), n)  # ids are stored as text: apply() writes str()
+        return [BookEntry(c, plain.loads(e), f) for c, e, f in rows]
 
     def entries(self, problem_id: str) -> list[BookEntry]:
         """Return every entry of ``problem_id`` in ranking order."""
-        return [BookEntry(c, plain.loads(e), f) for c, e, f in self._ranked(problem_id, None)]
+        rows = self._ranked(str(problem_id), None)
+        return [BookEntry(c, plain.loads(e), f) for c, e, f in rows]
 
     def apply(
         self, problem_id: str, failed: Iterable[tuple[str, Any]], passed: Iterable[str]
@@ -174,9 +184,10 @@ class MistakeBook(abc.ABC):
     def remove(self, problem_id: str, calls: Iterable[str]) -> int:
         """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""
         wanted = set(calls)
-        present = [c for c, _, _ in self._ranked(str(problem_id), None) if c in wanted]
-        if present:
-            self._remove([(str(problem_id), c) for c in present])
+        with self._atomically():
+            present = [c for c, _, _ in self._ranked(str(problem_id), None) if c in wanted]
+            if present:
+                self._remove([(str(problem_id), c) for c in present])
         return len(present)
 
     def evict(self, *, per_problem: int | None = None, total: int | None = None) -> int:
@@ -189,6 +200,10 @@ class MistakeBook(abc.ABC):
         Returns:
             The number of entries removed.
         """
+        with self._atomically():  # no other writer between the ranking and the removal
+            return self._evict(per_problem, total)
+
+    def _evict(self, per_problem: int | None, total: int | None) -> int:
         doomed: list[tuple[str, str]] = []
         survivors: list[tuple[int, int, str, str]] = []  # (-frequency, order, problem, call)
         order = 0
@@ -258,7 +273,13 @@ class MistakeBook(abc.ABC):
 
     def export_json(self, path: str | os.PathLike[str]) -> None:
         """Write the book to ``path`` atomically (temporary file, fsync, rename)."""
-        write_text_atomic(path, json.dumps(self.to_dict(), indent=1, ensure_ascii=False))
+        data = self.to_dict()
+        text = json.dumps(data, indent=1, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a value a GT may return): escape it all
+            text = json.dumps(data, indent=1, ensure_ascii=True)
+        write_text_atomic(path, text)
 
     def import_json(self, path: str | os.PathLike[str], *, replace: bool = False) -> None:
         """Load a file written by :meth:`export_json` (see :meth:`load_dict`, and its ``replace``).

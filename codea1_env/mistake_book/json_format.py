@@ -30,6 +30,18 @@ class MistakeBookFormatError(ValueError):
     """An imported book (file or dict) is malformed; the message names the file and the field."""
 
 
+MAX_FREQUENCY = 2**63 - 1
+"""The largest frequency a book holds (SQLite's INTEGER; both backends refuse more on import)."""
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
     """Check an exported book and return ``(problem_id, call, encoded expected, frequency)``."""
 
@@ -40,8 +52,9 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
         raise fail("<top level>", f"expected a JSON object, got {type(data).__name__}")
     if data.get("format") != FORMAT_NAME:
         raise fail("format", f"expected {FORMAT_NAME!r}, got {data.get('format')!r}")
-    if data.get("version") != FORMAT_VERSION:
-        raise fail("version", f"expected {FORMAT_VERSION}, got {data.get('version')!r}")
+    version = data.get("version")
+    if type(version) is not int or version != FORMAT_VERSION:  # not 1.0, not True
+        raise fail("version", f"expected {FORMAT_VERSION}, got {version!r}")
     problems = data.get("problems")
     if not isinstance(problems, Mapping):
         raise fail("problems", "expected an object mapping problem ids to entry lists")
@@ -57,11 +70,19 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
             call, frequency = entry.get("call"), entry.get("frequency")
             if not isinstance(call, str) or not call:
                 raise fail(f"{where}.call", f"expected a non-empty string, got {call!r}")
+            if not _utf8(call):
+                raise fail(f"{where}.call", "not UTF-8 text (a lone surrogate)")
             if call in seen:
                 raise fail(f"{where}.call", f"duplicate call {call!r}")
             seen.add(call)
-            if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
-                raise fail(f"{where}.frequency", f"expected an int >= 1, got {frequency!r}")
+            if (
+                isinstance(frequency, bool)
+                or not isinstance(frequency, int)
+                or not 1 <= frequency <= MAX_FREQUENCY
+            ):
+                raise fail(
+                    f"{where}.frequency", f"expected an int from 1 to 2**63 - 1, got {frequency!r}"
+                )
             if "expected" not in entry:
                 raise fail(f"{where}.expected", "missing")
             try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from codea1_env.mistake_book.book import MistakeBook, Update
@@ -18,7 +20,7 @@ class InMemoryMistakeBook(MistakeBook):
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         # problem_id -> call -> [encoded expected, frequency, insertion number]
         self._data: dict[str, dict[str, list[Any]]] = {}
         self._counter = 0
@@ -28,9 +30,14 @@ class InMemoryMistakeBook(MistakeBook):
             return {"data": self._data, "counter": self._counter}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._data = state["data"]
         self._counter = state["counter"]
+
+    @contextmanager
+    def _atomically(self) -> Iterator[None]:
+        with self._lock:
+            yield
 
     def _ranked(self, problem_id: str, limit: int | None) -> list[tuple[str, str, int]]:
         with self._lock:
@@ -82,7 +89,7 @@ class InMemoryMistakeBook(MistakeBook):
         """Return the number of entries for ``problem_id``, or in the whole book when None."""
         with self._lock:
             if problem_id is not None:
-                return len(self._data.get(problem_id, {}))
+                return len(self._data.get(str(problem_id), {}))
             return sum(len(book) for book in self._data.values())
 
     def problems(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,9 +55,10 @@ class SqliteMistakeBook(MistakeBook):
         ValueError: bad ``synchronous``, or the file is a database but not a mistake book (an
             unknown schema version, other tables, or an ``entries`` table of another shape).
         sqlite3.DatabaseError: the file is not a SQLite database, is damaged, or cannot be
-            opened or written (a directory, a read-only file); the message names the file.
-            A SQLite error of any later call (a damaged page found on reading, a lock
-            timeout) names the file too.
+            opened (a directory); the message names the file. A SQLite error of any later call
+            (a damaged page found on reading, a lock timeout, a write to a read-only file,
+            which SQLite reports at the first write) names the file too.
+        OSError: the file's directory cannot be created (a parent is a file, no permission).
 
     """
 
@@ -85,7 +87,7 @@ class SqliteMistakeBook(MistakeBook):
             raise _named(exc, self.path) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = _enable_wal(conn, self.busy_timeout_s)
             if str(mode).lower() != "wal":
                 raise sqlite3.OperationalError(f"{self.path}: cannot enable WAL (mode {mode})")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
@@ -138,6 +140,11 @@ class SqliteMistakeBook(MistakeBook):
         """The connection, under the thread lock; a SQLite error while reading names the file."""
         with _file_named(self.path), self._lock:
             yield self._connection()
+
+    @contextmanager
+    def _atomically(self) -> Iterator[None]:
+        with self._transaction():  # the write lock from the first read on
+            yield
 
     def _ranked(self, problem_id: str, limit: int | None) -> list[tuple[str, str, int]]:
         with self._reading() as conn:
@@ -197,7 +204,7 @@ class SqliteMistakeBook(MistakeBook):
                 row = conn.execute("SELECT COUNT(*) FROM entries").fetchone()
             else:
                 row = conn.execute(
-                    "SELECT COUNT(*) FROM entries WHERE problem_id = ?", (problem_id,)
+                    "SELECT COUNT(*) FROM entries WHERE problem_id = ?", (str(problem_id),)
                 ).fetchone()
             return int(row[0])
 
@@ -237,6 +244,26 @@ def _tables(cur: sqlite3.Cursor) -> list[str]:
     return [str(row[0]) for row in rows.fetchall()]
 
 
+def _enable_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> str:
+    """Switch to WAL, waiting out other openers: the switch does not use the busy timeout.
+
+    Processes that open a new book file at once (verl's reward workers, several services)
+    would otherwise see "database is locked" from whichever did not get there first.
+    """
+    deadline = time.monotonic() + busy_timeout_s
+    wait = 0.001
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, 0.1)
+
+
 def _check_schema(cur: sqlite3.Cursor, path: Path) -> None:
     """Refuse a file that says it is a mistake book but lacks the ``entries`` table we write."""
     columns = tuple(str(row[1]) for row in cur.execute("PRAGMA table_info(entries)").fetchall())
@@ -244,6 +271,16 @@ def _check_schema(cur: sqlite3.Cursor, path: Path) -> None:
         found = f"columns {list(columns)}" if columns else "no entries table"
         raise ValueError(
             f"{path}: not a mistake book of this codea1 ({found}; expected {list(_COLUMNS)})"
+        )
+    unique = [
+        [str(info[2]) for info in cur.execute(f"PRAGMA index_info('{row[1]}')").fetchall()]
+        for row in cur.execute("PRAGMA index_list(entries)").fetchall()
+        if row[2]  # a unique index
+    ]
+    if ["problem_id", "call"] not in unique:  # every update relies on it (ON CONFLICT)
+        raise ValueError(
+            f"{path}: not a mistake book of this codea1 (its entries table has no "
+            "UNIQUE (problem_id, call))"
         )
 
 
@@ -284,17 +321,24 @@ class _Transaction:
     def __init__(self, conn: sqlite3.Connection, lock: threading.RLock) -> None:
         self.conn = conn
         self.lock = lock
+        self.nested = False
 
     def __enter__(self) -> sqlite3.Cursor:
         self.lock.acquire()
-        try:
-            self.conn.execute("BEGIN IMMEDIATE")
-        except BaseException:
-            self.lock.release()
-            raise
+        # within this thread's open transaction (an atomic section): part of it, no new one
+        self.nested = self.conn.in_transaction
+        if not self.nested:
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                self.lock.release()
+                raise
         return self.conn.cursor()
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self.nested:  # the enclosing transaction commits or rolls back
+            self.lock.release()
+            return
         try:
             if exc_type is None:
                 try:

@@ -34,6 +34,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -106,6 +107,9 @@ class ReplayView(MistakeBook):
 
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         """Nothing here: :meth:`apply` records the call and the pool applies it to its book."""
+
+    def _atomically(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # read-only, one process
 
     def _upsert(self, rows: list[tuple[str, str, str, int]]) -> None:
         raise TypeError("a referee process cannot write the pool's mistake book directly")
