@@ -259,3 +259,20 @@ def test_layout_names_and_odd_specs(tmp_path: Path) -> None:
     assert list(load_source(f"CODEA1:{path}").ids()) == ["ok"]
     with pytest.raises(ValueError, match="a problem source spec is a string, got int"):
         load_source(5)  # type: ignore[arg-type]
+
+
+def test_errors_name_the_fields_of_the_files_own_layout(tmp_path: Path) -> None:
+    kod = {
+        "question_id": "q1",
+        "question": "Add.",
+        "solution": "def add(a, b):\n    return a + b\n",
+        "test": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        "test_info": [{"function_name": "add"}],
+    }
+    path = _write_jsonl(tmp_path / "kod.jsonl", kod, kod)
+    with pytest.raises(ProblemFormatError, match=r"kod\.jsonl:2: field 'question_id': dup.*'q1'"):
+        read_problems(path, "kodcode")
+    apps = {"question": "Echo.", "solutions": json.dumps(["print(input())"])}
+    apps["input_output"] = json.dumps({"inputs": ["a\n"], "outputs": ["a\n"]})
+    with pytest.raises(ProblemFormatError, match=r"field 'name / id / task_id / problem_id'"):
+        read_problems(_write_jsonl(tmp_path / "apps.jsonl", apps), "stdio")

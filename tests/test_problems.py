@@ -339,7 +339,7 @@ ADAPTER_ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
         "input_output",
         "stdin style",
     ),
-    ("stdio", without(IO, "name"), "name", "missing"),
+    ("stdio", without(IO, "name"), "name / id / task_id / problem_id", "missing"),
 ]
 
 

@@ -71,7 +71,7 @@ def from_kodcode(record: Mapping[str, Any], *, where: str, line: int | None) -> 
     """A KodCode-V1 record (see the module docstring)."""
     fail = _failer(where, line)
     _require_object(record, fail)
-    question_id = _scalar_id(record, ("question_id",), fail)
+    question_id = _scalar_id(record, ID_FIELDS["kodcode"], fail)
     question = _text(record, ("question",), fail)
     solution = _text(record, ("solution",), fail)
     test_field = "test" if "test" in record else "test_code"
@@ -116,7 +116,7 @@ def from_mbpp(record: Mapping[str, Any], *, where: str, line: int | None) -> Pro
     """An MBPP record, original or sanitized (see the module docstring)."""
     fail = _failer(where, line)
     _require_object(record, fail)
-    task_id = _scalar_id(record, ("task_id",), fail)
+    task_id = _scalar_id(record, ID_FIELDS["mbpp"], fail)
     text_field = "text" if "text" in record else "prompt"
     text = _text(record, (text_field,), fail)
     code = _text(record, ("code",), fail)
@@ -154,12 +154,13 @@ def from_stdio(record: Mapping[str, Any], *, where: str, line: int | None) -> Pr
     """A stdin/stdout record, CodeContests / CURE / APPS style (see the module docstring)."""
     fail = _failer(where, line)
     _require_object(record, fail)
-    name = _scalar_id(record, ("name", "id", "task_id", "problem_id"), fail)
+    name = _scalar_id(record, ID_FIELDS["stdio"], fail)
     prompt = _text(record, ("description", "question", "prompt"), fail)
     solution_field = "solutions" if "solutions" in record else "solution"
     solution = _python_solution(record.get(solution_field))
     if solution is None:
-        raise fail(solution_field, "no Python 3 solution that parses")
+        found = solution_field if solution_field in record else "solutions / solution"
+        raise fail(found, "no Python 3 solution that parses")
     pairs: list[dict[str, str]] = []
     test_fields = [f for f in ("public_tests", "tests", "private_tests") if f in record]
     for field in test_fields:
@@ -252,6 +253,25 @@ def _require_python(
         raise fail(field, f"does not parse: {exc.msg} (line {exc.lineno})") from None
 
 
+ID_FIELDS: dict[str, tuple[str, ...]] = {
+    "codea1": ("task_id",),
+    "kodcode": ("question_id",),
+    "mbpp": ("task_id",),
+    "stdio": ("name", "id", "task_id", "problem_id"),
+}
+"""Where each layout reads a record's id (the first present), for messages about it."""
+
+
+def id_field(record: Any, layout: str) -> str:
+    """The field of ``record`` that gave its id in ``layout`` (``task_id`` when unknown)."""
+    fields = ID_FIELDS.get(layout, ("task_id",))
+    if isinstance(record, Mapping):
+        for field in fields:
+            if record.get(field) is not None:
+                return field
+    return fields[0]
+
+
 def _scalar_id(
     record: Mapping[str, Any],
     fields: tuple[str, ...],
@@ -265,7 +285,7 @@ def _scalar_id(
             return str(value).strip()
         if value is not None:
             raise fail(field, "expected a non-empty string or an integer")
-    raise fail(fields[0], "missing (required id)")
+    raise fail(" / ".join(fields), "missing (required id: one of these fields)")
 
 
 def _text(
@@ -279,7 +299,7 @@ def _text(
             if not isinstance(value, str) or not value.strip():
                 raise fail(field, "expected a non-empty string")
             return value
-    raise fail(fields[0], "missing (required string)")
+    raise fail(" / ".join(fields), "missing (required string: one of these fields)")
 
 
 def _rest(record: Mapping[str, Any], used: set[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from codea1_env.atomic import atomic_writer
-from codea1_env.problems.adapters import adapt_record
+from codea1_env.problems.adapters import adapt_record, id_field
 from codea1_env.problems.jsontext import decode_json
 from codea1_env.problems.problem import Problem
 from codea1_env.problems.schema import ProblemFormatError, problem_to_dict
@@ -74,11 +74,12 @@ def collect_problems(
             skipped.append(exc)
             continue
         if problem.task_id in first_seen:
+            field = id_field(record, layout)  # named as the file names it
             raise ProblemFormatError(
                 where,
                 number,
-                "task_id",
-                f"duplicate task_id {problem.task_id!r}"
+                field,
+                f"duplicate {field} {_raw_id(record, field, problem.task_id)!r}"
                 f" (first on line {first_seen[problem.task_id]})",
             )
         first_seen[problem.task_id] = number
@@ -87,6 +88,11 @@ def collect_problems(
         detail = f" ({len(skipped)} invalid records skipped)" if skipped else ""
         raise ProblemFormatError(where, None, None, f"no problems{detail}")
     return problems, skipped
+
+
+def _raw_id(record: Any, field: str, task_id: str) -> Any:
+    """The id as the record wrote it (the task id when it cannot be read back)."""
+    return record.get(field, task_id) if isinstance(record, dict) else task_id
 
 
 def read_problems(
