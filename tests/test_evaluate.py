@@ -349,3 +349,30 @@ def test_metrics_read_every_test_of_a_suite(sandbox: Sandbox) -> None:
     assert tests["ut_accuracy"] == pytest.approx(17 / 20)
     assert tests["discrimination"] == 1.0  # f(50) == 1, test 17, catches it
     assert tests["p00"] == 1.0  # the wrong code returns the three wrong 0s
+
+
+def test_the_monitor_reads_each_samples_own_run_when_samples_repeat_a_program(
+    sandbox: Sandbox,
+) -> None:
+    """The referee runs a repeated program once: its result belongs to every sample of it."""
+    from agents.evaluation.evaluate import _evaluate_one, _Shared
+    from agents.evaluation.policies import LoadedPolicy
+    from codea1_env.scoring.referee import Referee
+    from codea1_env.scoring.rewards import RewardConfig
+
+    plain = "def f(x):\n    return 1 if x > 10 else 0\n"
+    opaque = "def f(x):\n    return object()\n"  # a value that is not plain data: flagged
+
+    class Fixed:
+        def act(self, observations: list[Any], infos: Any = None) -> list[str]:
+            return [f"```python\n{c}\n```" for c in (plain, opaque, opaque)]
+
+    settings = EvalSettings(samples=3, ks=(1,), test_k=1, n_candidates=0)
+    recorder = RecordingSandbox(sandbox)
+    referee = Referee(sandbox=recorder, reward_config=RewardConfig(k=8), owns_sandbox=False)
+    shared = _Shared([RANGE_PROBLEM], [[]], referee, recorder, SuiteEvaluator(sandbox), settings)
+    try:
+        row = _evaluate_one(LoadedPolicy("c", "c", coder=Fixed()), shared)
+    finally:
+        referee.close()
+    assert row["monitor"]["monitor/not_plain"] == 2  # both samples of it (the tags count programs)

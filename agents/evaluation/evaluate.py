@@ -70,10 +70,11 @@ __all__ = [
 
 
 class RecordingSandbox:
-    """A sandbox wrapper that keeps the last results of jobs whose tag starts with a prefix.
+    """A sandbox wrapper that keeps the results of jobs whose tag starts with a prefix.
 
-    The referee tags candidate jobs ``code:{task_id}:{index}``; the evaluation reads them back for
-    the monitor without a second run.
+    The referee tags a problem's candidate jobs ``code:{task_id}:{n}``, one job per distinct
+    program (samples with the same program share it); the evaluation reads the results back
+    for the monitor without a second run, by problem and program (:meth:`results_of`).
 
     Args:
         inner: The real sandbox.
@@ -84,15 +85,20 @@ class RecordingSandbox:
     def __init__(self, inner: Sandbox, prefix: str = "code:") -> None:
         self.inner = inner
         self.prefix = prefix
-        self.recorded: dict[str, list[JobResult]] = {}
+        self.recorded: dict[tuple[str, str], list[JobResult]] = {}
 
     def run(self, jobs: Sequence[Job]) -> list[JobResult]:
         """Run the jobs on the inner sandbox and record the tagged results."""
         results = self.inner.run(jobs)
         for job, result in zip(jobs, results):
             if job.tag.startswith(self.prefix):
-                self.recorded.setdefault(job.tag, []).append(result)
+                problem_tag = job.tag.rsplit(":", 1)[0]  # code:{task_id}
+                self.recorded.setdefault((problem_tag, job.program), []).append(result)
         return results
+
+    def results_of(self, task_id: str, program: str) -> list[JobResult]:
+        """The recorded results of ``program``'s job(s) on problem ``task_id`` (none: ``[]``)."""
+        return list(self.recorded.get((f"{self.prefix}{task_id}", program), []))
 
     def isolation(self) -> IsolationReport:
         """The inner sandbox's isolation report."""
@@ -291,9 +297,9 @@ def _code_metrics(
         row["code_correct"] = flags
         row["code_gt_pass_rates"] = [round(r, 4) for r in judgement.gt_pass_rates]
         row["code_sample"] = texts[0][:2000] if texts else ""
-        for index, duel in enumerate(coded):
+        for duel in coded:
             programs.append(duel.program if duel.program.strip() else None)
-            results.append(shared.recorder.recorded.get(f"code:{problem.task_id}:{index}", []))
+            results.append(shared.recorder.results_of(problem.task_id, duel.program))
     out: dict[str, Any] = {
         "problems": len(shared.problems),
         "samples": settings.samples,
