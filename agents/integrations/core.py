@@ -36,7 +36,6 @@ from codea1_env.envs.duel_env import duel_info
 from codea1_env.game.duel import (
     MAX_ACTION_CHARS,
     Duel,
-    fixed_tester,
     gt_suite,
     judge_grid,
     pair_outcome,
@@ -282,15 +281,12 @@ class RewardCore:
         if opponent != "gt" and mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         from codea1_env.game.host import (
-            ProblemPicker,
+            DuelHost,
             make_limits,
             make_mistake_book,
             make_sandbox,
         )
 
-        self.source = ProblemPicker(source).source
-        fallback = source if isinstance(source, str) else type(self.source).__name__
-        self.source_name = str(getattr(self.source, "name", fallback))
         self.opponent = opponent
         self.update_book = update_book
         self.max_action_chars = int(max_action_chars)
@@ -310,6 +306,11 @@ class RewardCore:
                 owns_sandbox=owns,
             )
         self.referee = referee
+        # the env's game layer: problem picking and the coder's move with the fixed opponent
+        self.host = DuelHost(source, referee.reward_config, None, None, None, referee, None)
+        self.source = self.host.picker.source
+        fallback = source if isinstance(source, str) else type(self.source).__name__
+        self.source_name = str(getattr(self.source, "name", fallback))
         self._tester_lock = threading.Lock()
         self._owns_tester = tester is None
         self.tester = (
@@ -343,7 +344,7 @@ class RewardCore:
     @property
     def golden(self) -> bool:
         """True when the referee scores in golden mode (``opponent="gt"``)."""
-        return self.referee.reward_config.mode == "golden"
+        return self.host.golden
 
     @property
     def mistake_book(self) -> MistakeBook:
@@ -459,12 +460,11 @@ class RewardCore:
         limit = self.max_action_chars
         if isinstance(row, CoderRow):
             duel = Duel(row.problem)
-            duel.play_code(row.answer, limit)
+            self.host.play_code(duel, row.answer, limit)  # golden mode: its fixed opponent too
             slot = _Slot([[duel]])
-            fixed = fixed_tester(self.referee.reward_config.mode)
-            if fixed is not None:  # the golden mode's fixed opponent, as the env's host plays it
-                duel.play_tests(fixed, limit)
-            elif self.tester is None:
+            if duel.finished:  # the host played the golden mode's fixed opponent
+                return slot
+            if self.tester is None:  # gt+mistake_book: the GT tests are the opponent's suite
                 duel.play_tests(gt_suite(row.problem), limit)
             else:
                 slot.extra["needs_tests"] = True
