@@ -132,7 +132,8 @@ def test_recording_sandbox_keeps_tagged_results(sandbox: Sandbox) -> None:
     ]
     results = recorder.run(jobs)
     assert [r.calls[0].value for r in results] == [1, 2]
-    assert list(recorder.recorded) == ["code:t:0"]
+    assert recorder.results_of("t", jobs[0].program) == [results[0]]  # by problem and program
+    assert recorder.results_of("t", jobs[1].program) == []  # not a candidate job
 
 
 def test_evaluate_policies_scripted(sandbox: Sandbox) -> None:
@@ -376,3 +377,27 @@ def test_the_monitor_reads_each_samples_own_run_when_samples_repeat_a_program(
     finally:
         referee.close()
     assert row["monitor"]["monitor/not_plain"] == 2  # both samples of it (the tags count programs)
+
+
+def test_your_own_policy_objects_are_evaluated_beside_specs(sandbox: Sandbox) -> None:
+    from agents.evaluation.policies import LoadedPolicy
+    from codea1_env.game.duel import answer_for
+
+    problems = [RANGE_PROBLEM]
+
+    class Mine:  # the Policy protocol: act(observations, infos) -> list of texts
+        def act(self, observations: list[Any], infos: Any = None) -> list[str]:
+            return [answer_for(RANGE) for _ in observations]
+
+    settings = EvalSettings(samples=2, ks=(1,), n_candidates=0)
+    mine = LoadedPolicy("mine", "my object", coder=Mine())
+    rows = evaluate_policies([mine, "scripted:gt"], problems, settings, sandbox=sandbox)
+    assert [(r["name"], r["spec"]) for r in rows] == [
+        ("mine", "my object"),
+        ("scripted:gt", "scripted:gt"),
+    ]
+    assert rows[0]["code"]["pass@1"] == rows[1]["code"]["pass@1"] == 1.0
+    with pytest.raises(ValueError, match="the name 'mine' is already that of policy"):
+        evaluate_policies([mine, "mine=scripted:gt"], problems, settings, sandbox=sandbox)
+    with pytest.raises(ValueError, match="neither a coder nor a tester"):
+        evaluate_policies([LoadedPolicy("x", "x")], problems, settings, sandbox=sandbox)

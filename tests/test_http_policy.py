@@ -261,3 +261,98 @@ def test_base_url_handling() -> None:
     with pytest.raises(ValueError, match="http"):
         OpenAICompatibleLM("127.0.0.1:8000", NAME)
     assert OpenAICompatibleLM("http://h:1", NAME).generate([], SamplingParams()) == []
+
+
+def test_one_request_per_prompt_samples_what_one_batched_request_does(
+    server: str, local: TransformersLM
+) -> None:
+    """Prompt i of a call gets the local model's stream for seed_offset + i, however sent."""
+    params = SamplingParams(max_new_tokens=6, seed=0, seed_offset=3)
+    prompts = ["def f(x):"] * 3
+    batched = OpenAICompatibleLM(server, NAME).generate(prompts, params)
+    one_each = OpenAICompatibleLM(server, NAME, batch_prompts=False).generate(prompts, params)
+    here = local.generate(prompts, params)
+    assert [g.text for g in one_each] == [g.text for g in batched] == [g.text for g in here]
+    assert len({g.text for g in here}) > 1  # three streams, not one repeated
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    """Answers each route with a broken reply of its own kind."""
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        kind = self.path.split("/")[1]
+        if kind == "status":
+            self.wfile.write(b"GARBAGE GARBAGE\r\n\r\n")
+            return
+        bodies = {
+            "short": b'{"choices": [',
+            "ints": b'{"choices": [1]}',
+            "deep": b"[" * 5000 + b"]" * 5000,
+        }
+        body = bodies[kind]
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) + (100 if kind == "short" else 0)))
+        self.end_headers()
+        self.wfile.write(body)
+        if kind == "short":
+            self.close_connection = True
+
+    def log_message(self, *args: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("status", "failed after 2 attempts"),
+        ("short", "failed after 2 attempts"),
+        ("ints", "expected 1 choices"),
+        ("deep", "not JSON"),
+    ],
+)
+def test_a_broken_reply_is_an_http_policy_error(kind: str, says: str) -> None:
+    httpd = HTTPServer(("127.0.0.1", 0), _Garbage)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/{kind}/v1"
+        lm = OpenAICompatibleLM(url, NAME, max_retries=1, retry_backoff=0.01, timeout=5)
+        with pytest.raises(HTTPPolicyError, match=says):
+            lm.generate(["p"], SamplingParams(max_new_tokens=4))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_the_timeout_bounds_a_whole_reply() -> None:
+    import time
+
+    class Trickle(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"choices": [{"index": 0, "text": "ok"}]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for byte in body:  # each read well under the timeout, the whole reply not
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    httpd = HTTPServer(("127.0.0.1", 0), Trickle)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        lm = OpenAICompatibleLM(url, NAME, max_retries=0, timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(HTTPPolicyError, match="took longer than the timeout"):
+            lm.generate(["p"], SamplingParams(max_new_tokens=4))
+        assert time.monotonic() - started < 1.5  # the reply alone takes 2 s
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

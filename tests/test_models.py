@@ -177,3 +177,14 @@ def test_load_model_error_names_the_path(tmp_path: Path) -> None:
         load_model(missing)
     with pytest.raises(OSError, match="no-such-model"):
         load_tokenizer(missing)
+
+
+def test_a_model_directory_without_its_tokenizer_files_is_named(tok: Any, tmp_path: Path) -> None:
+    """transformers builds an empty tokenizer there: it was accepted, and every prompt then
+    came out empty ("nothing to condition on") after the run had been written."""
+    model = build_tiny_model("nano", tok)
+    model.save_pretrained(tmp_path / "model")
+    with pytest.raises(OSError, match=r"no usable tokenizer in .*model.*tokenizer files"):
+        load_tokenizer(tmp_path / "model")
+    tok.save_pretrained(tmp_path / "model")
+    assert len(load_tokenizer(tmp_path / "model")) == len(tok)

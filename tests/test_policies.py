@@ -341,6 +341,13 @@ def test_templates_validate_fields() -> None:
         PromptTemplate("{}")
     with pytest.raises(ValueError, match="invalid"):
         PromptTemplate("{prompt")
+    for reaching in ("{num_tests[0]}", "{prompt.__class__.__mro__}"):
+        with pytest.raises(ValueError, match="not indexed or read into"):
+            PromptTemplate(reaching)  # failed at the first act(), or rendered a class
+    for bad in ("{prompt!z}", "{num_tests:q}"):
+        with pytest.raises(ValueError, match="does not render"):
+            PromptTemplate(bad)
+    assert PromptTemplate("{num_tests:>3} {prompt!r}").render(num_tests=8, prompt="p") == "  8 'p'"
     t = PromptTemplate("Solve {entry_point}: {{literal}} {prompt}")
     assert t.fields == {"entry_point", "prompt"}
     assert t.render(entry_point="g", prompt="p", code="unused") == "Solve g: {literal} p"

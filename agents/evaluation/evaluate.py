@@ -169,7 +169,7 @@ class _Shared:
 
 
 def evaluate_policies(
-    specs: Sequence[str],
+    specs: Sequence[str | LoadedPolicy],
     problems: Sequence[Problem],
     settings: EvalSettings | None = None,
     *,
@@ -179,7 +179,10 @@ def evaluate_policies(
     """Evaluate each policy spec on ``problems``.
 
     Args:
-        specs: Policy specs (see the module docstring), one result row each.
+        specs: Policy specs (see the module docstring), one result row each; a
+            :class:`~agents.evaluation.policies.LoadedPolicy` evaluates your own policy
+            objects (``LoadedPolicy("mine", "mine", coder=..., tester=...)``: anything with
+            ``act(observations, infos) -> list[str]``; the caller closes it).
         problems: The problems (for example from :func:`select_problems`).
         settings: Sampling and scoring settings.
         sandbox: The sandbox to use (a local one is started and stopped when None).
@@ -200,8 +203,13 @@ def evaluate_policies(
     settings = settings or EvalSettings()
     names: dict[str, str] = {}
     for spec in specs:
-        check_policy_spec(spec)  # every spec, before any work
-        name = policy_name(spec)
+        if isinstance(spec, LoadedPolicy):
+            if spec.coder is None and spec.tester is None:
+                raise ValueError(f"policy {spec.name!r}: neither a coder nor a tester")
+            name, spec = spec.name, spec.spec
+        else:
+            check_policy_spec(spec)  # every spec, before any work
+            name = policy_name(spec)
         if name in names:
             raise ValueError(
                 f"policy {spec!r}: the name {name!r} is already that of policy {names[name]!r}; "
@@ -237,12 +245,16 @@ def evaluate_policies(
             shared.candidates = [[] for _ in shared.problems]
         rows = []
         for spec in specs:
-            say(f"evaluating {spec} on {len(shared.problems)} problems")
-            policy = load_policy(spec, sandbox, settings)
+            given = isinstance(spec, LoadedPolicy)
+            policy = (
+                spec if isinstance(spec, LoadedPolicy) else load_policy(spec, sandbox, settings)
+            )
+            say(f"evaluating {policy.spec} on {len(shared.problems)} problems")
             try:
                 rows.append(_evaluate_one(policy, shared))
             finally:
-                policy.close()
+                if not given:  # the caller's own objects are the caller's to close
+                    policy.close()
         return rows
     finally:
         referee.close()

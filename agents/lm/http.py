@@ -17,6 +17,7 @@ log-probabilities (when the server returns them) and the finish reason, with emp
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -26,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from agents.lm.interfaces import FinishReason, Generation, SamplingParams
+from agents.lm.interfaces import FinishReason, Generation, SamplingParams, stream_key
+from codea1_env.problems.jsontext import decode_json
 
 __all__ = ["HTTPPolicyError", "OpenAICompatibleLM"]
 
@@ -46,7 +48,7 @@ class OpenAICompatibleLM:
             used as given (``https://openrouter.ai/api/v1``).
         model: The model name sent with every request.
         api_key: Sent as ``Authorization: Bearer ...`` when given.
-        timeout: Seconds per HTTP request.
+        timeout: Seconds per HTTP request, the reply's whole body included.
         max_retries: Extra attempts after a connection error, a timeout or HTTP 408/409/429/5xx,
             with exponential backoff (``retry_backoff`` x 2^attempt seconds). Other HTTP errors
             (a bad request) are raised at once.
@@ -116,12 +118,13 @@ class OpenAICompatibleLM:
         if not prompts:
             return []
         if not self.uses_chat_template and self.batch_prompts:
-            return self._completions(prompts, params)
+            return self._completions(prompts, params, 0)
         one = self._chat if self.uses_chat_template else self._completions
         if len(prompts) == 1:
-            return one([prompts[0]], params)
+            return one([prompts[0]], params, 0)
+        # one request per prompt: prompt i's seed is seed + seed_offset + i, as in one request
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
-            parts = list(pool.map(lambda p: one([p], params), prompts))
+            parts = list(pool.map(lambda i: one([prompts[i]], params, i), range(len(prompts))))
         return [g for part in parts for g in part]
 
     def models(self) -> list[str]:
@@ -134,7 +137,14 @@ class OpenAICompatibleLM:
 
     # ------------------------------------------------------------------ requests
 
-    def _sampling_fields(self, params: SamplingParams) -> dict[str, Any]:
+    def _sampling_fields(self, params: SamplingParams, first: int) -> dict[str, Any]:
+        """The request's sampling fields; ``first`` is the index of its first prompt in the call.
+
+        The bundled server keys a request's prompt ``j`` by ``stream_key(seed, j)``, as the
+        local model does: sending ``stream_key(seed, seed_offset + first)`` (as a signed 64-bit
+        int) gives prompt ``first + j`` of the call the local model's stream, however the call
+        is split into requests. Other servers get a distinct, reproducible seed per request.
+        """
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": params.max_new_tokens,
@@ -145,11 +155,14 @@ class OpenAICompatibleLM:
         if params.stop:
             body["stop"] = list(params.stop)
         if params.seed is not None:
-            body["seed"] = params.seed
+            key = stream_key(params.seed, params.seed_offset + first)
+            body["seed"] = key - (1 << 64) if key >= 1 << 63 else key  # a signed int64
         return body
 
-    def _completions(self, prompts: list[str], params: SamplingParams) -> list[Generation]:
-        body = self._sampling_fields(params)
+    def _completions(
+        self, prompts: list[str], params: SamplingParams, first: int
+    ) -> list[Generation]:
+        body = self._sampling_fields(params, first)
         body["prompt"] = prompts if len(prompts) > 1 else prompts[0]
         if self.logprobs:
             body["logprobs"] = 1
@@ -166,13 +179,13 @@ class OpenAICompatibleLM:
             gens.append(self._generation(text, prompt, choice, values))
         return gens
 
-    def _chat(self, prompts: list[str], params: SamplingParams) -> list[Generation]:
+    def _chat(self, prompts: list[str], params: SamplingParams, first: int) -> list[Generation]:
         (prompt,) = prompts
         messages = []
         if self.system_prompt is not None:
             messages.append({"role": "system", "content": self.system_prompt})
         messages.append({"role": "user", "content": prompt})
-        body = self._sampling_fields(params)
+        body = self._sampling_fields(params, first)
         body["messages"] = messages
         if self.logprobs:
             body["logprobs"] = True
@@ -187,7 +200,11 @@ class OpenAICompatibleLM:
             )
         logprobs = choice.get("logprobs") or {}
         content = logprobs.get("content") if isinstance(logprobs, dict) else None
-        values = [item.get("logprob") for item in content] if isinstance(content, list) else None
+        values = (
+            [item.get("logprob") if isinstance(item, dict) else None for item in content]
+            if isinstance(content, list)
+            else None
+        )
         return [self._generation(text, prompt, choice, values)]
 
     def _generation(
@@ -201,7 +218,11 @@ class OpenAICompatibleLM:
 
     def _choices(self, reply: Any, route: str, expected: int) -> list[dict[str, Any]]:
         choices = reply.get("choices") if isinstance(reply, dict) else None
-        if not isinstance(choices, list) or len(choices) != expected:
+        if (
+            not isinstance(choices, list)
+            or len(choices) != expected
+            or not all(isinstance(c, dict) for c in choices)
+        ):
             raise HTTPPolicyError(
                 f"expected {expected} choices from {self.base_url}{route}, got: {str(reply)[:300]}"
             )
@@ -221,20 +242,27 @@ class OpenAICompatibleLM:
                 time.sleep(self.retry_backoff * 2 ** (attempt - 1))
             request = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
+                deadline = time.monotonic() + self.timeout  # for the whole reply, not each read
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    raw = response.read()
+                    raw = _read_by(response, deadline)
             except urllib.error.HTTPError as exc:
                 detail = _error_message(exc)
                 last_error = f"HTTP {exc.code}: {detail}"
                 if exc.code in _RETRY_STATUSES:
                     continue
                 raise HTTPPolicyError(f"{method} {url} failed: {last_error}") from exc
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            except (
+                urllib.error.URLError,
+                TimeoutError,
+                ConnectionError,
+                OSError,
+                http.client.HTTPException,  # a malformed or cut-short reply: a flaky server
+            ) as exc:
                 reason = getattr(exc, "reason", exc)
                 last_error = f"{type(exc).__name__}: {reason}"
                 continue
             try:
-                return json.loads(raw)
+                return decode_json(raw)
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 raise HTTPPolicyError(
                     f"{method} {url} returned a body that is not JSON: {raw[:200]!r}"
@@ -242,6 +270,24 @@ class OpenAICompatibleLM:
         raise HTTPPolicyError(
             f"{method} {url} failed after {self.max_retries + 1} attempts: {last_error}"
         )
+
+
+def _read_by(response: Any, deadline: float) -> bytes:
+    """The reply's body, or :class:`TimeoutError` once ``deadline`` passes.
+
+    A trickling server would otherwise keep each read under the socket timeout for ever.
+    """
+    chunks: list[bytes] = []
+    while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the reply took longer than the timeout")
+        chunk = response.read1(65536)
+        if not chunk:
+            missing = getattr(response, "length", None)
+            if missing:  # the connection ended before the Content-Length it announced
+                raise http.client.IncompleteRead(b"".join(chunks), missing)
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _error_message(exc: urllib.error.HTTPError) -> str:

@@ -24,6 +24,20 @@ FinishReason = Literal["stop", "length"]
 ``"length"``: it reached ``max_new_tokens``."""
 
 
+STREAM_STEP = 0x9E3779B97F4A7C15
+"""The golden-ratio step between the stream keys of consecutive prompts (splitmix64's)."""
+
+
+def stream_key(seed: int, index: int) -> int:
+    """The 64-bit key of prompt ``index``'s random stream: ``seed + index * STREAM_STEP``.
+
+    :class:`~agents.lm.transformers_lm.TransformersLM` mixes it into the prompt's generator
+    seed; the HTTP backend sends it as a request's seed, so that the bundled server samples
+    what the local model samples, however the prompts are split into requests.
+    """
+    return (seed + index * STREAM_STEP) & 0xFFFF_FFFF_FFFF_FFFF
+
+
 @dataclass(frozen=True)
 class SamplingParams:
     """How to sample one completion per prompt.

@@ -240,7 +240,9 @@ def load_tokenizer(
     Padding goes on the left; a tokenizer without a pad token gets its EOS token as pad.
 
     Raises:
-        OSError: If it cannot be loaded (the message names the path).
+        OSError: If it cannot be loaded, or what loads encodes no text (a model directory
+            without its tokenizer files, for which transformers builds an empty one); the
+            message names the path.
         ValueError: If it has neither a pad nor an EOS token.
 
     """
@@ -251,6 +253,11 @@ def load_tokenizer(
         )
     except OSError as exc:
         raise OSError(f"cannot load a tokenizer from {str(path_or_name)!r}: {exc}") from exc
+    if len(tokenizer) < 2 or not tokenizer("def f(x):", add_special_tokens=False)["input_ids"]:
+        raise OSError(
+            f"no usable tokenizer in {str(path_or_name)!r}: it has {len(tokenizer)} token(s) "
+            "(are the tokenizer files, e.g. tokenizer.json, missing from the model directory?)"
+        )
     if tokenizer.pad_token_id is None:
         if tokenizer.eos_token is None:
             raise ValueError(f"tokenizer of {str(path_or_name)!r} has no pad or eos token")

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.lm.interfaces import FinishReason, Generation, SamplingParams
+from agents.lm.interfaces import FinishReason, Generation, SamplingParams, stream_key
 
 if TYPE_CHECKING:
     import torch
@@ -55,7 +55,7 @@ def row_generators(seed: int, first_row: int, rows: int) -> list[torch.Generator
     th = _require_torch()
     generators = []
     for row in range(first_row, first_row + rows):
-        z = (seed + row * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        z = stream_key(seed, row)
         z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
         generator = th.Generator()

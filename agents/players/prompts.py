@@ -107,7 +107,8 @@ class PromptTemplate:
 
     Raises:
         ValueError: If the template names a field outside :data:`TEMPLATE_FIELDS`, uses
-            positional fields, or is not a valid format string.
+            positional fields, reaches into a field (``{prompt.upper}``, ``{num_tests[0]}``),
+            or does not render (a bad conversion or format spec: it is tried on sample values).
 
     Example:
         >>> t = PromptTemplate("Fix {entry_point}: {prompt}")
@@ -132,6 +133,16 @@ class PromptTemplate:
                 raise ValueError(
                     f"unknown template field {{{base}}}; allowed: {sorted(TEMPLATE_FIELDS)}"
                 )
+            if name != base:
+                raise ValueError(
+                    f"template field {{{name}}}: fields are filled as they are, not indexed or "
+                    f"read into; use {{{base}}}"
+                )
+        sample = {field: "x" for field in TEMPLATE_FIELDS} | {"num_tests": 8}
+        try:  # a conversion or a format spec that does not fit the values fails here, not later
+            self.text.format(**sample)
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise ValueError(f"prompt template does not render: {exc}") from None
 
     @property
     def fields(self) -> frozenset[str]:
