@@ -1,4 +1,4 @@
-"""Env throughput: single env vs the natively batched vector env, same episodes, one run.
+"""Env throughput: single env vs the natively batched vector env, same episodes, --runs runs.
 
 Workload (the trainer's): for each problem, 8 candidate programs (the GT or AST mutants of it,
 from the scripted MutantCoder) each tested by 8 suites (scripted BoundaryTester, different

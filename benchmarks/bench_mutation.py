@@ -65,7 +65,7 @@ def main() -> None:
                 "mutants": mutants,
                 "crashing": sum(r.n_crashing for r in results),
                 "equivalent": sum(r.n_equivalent for r in results),
-                "mean_mut@8": round(statistics.fmean(scores), 4) if scores else None,
+                f"mean_mut@{args.tests}": round(statistics.fmean(scores), 4) if scores else None,
                 "seconds": round(elapsed, 2),
                 "mutant_generation_seconds": round(generation_s, 2),
                 "problems_per_s": round(len(problems) / elapsed, 2),

