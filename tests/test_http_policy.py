@@ -356,3 +356,42 @@ def test_the_timeout_bounds_a_whole_reply() -> None:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_sigterm_during_a_request_answers_it_and_exits_cleanly(model_dir: Path) -> None:
+    """The process had aborted (SIGABRT) when it exited with a handler inside the model."""
+    import time
+
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
+    command = [sys.executable, "-m", "agents.serve", "--model", str(model_dir), "--host"]
+    command += ["127.0.0.1", "--port", "0", "--served-model-name", NAME, "--threads", "1"]
+    proc = subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().split(" on ", 1)[1].strip()
+        body = {"model": NAME, "prompt": "def f(x):", "max_tokens": 400, "n": 64, "seed": 0}
+        answers: list[int] = []
+
+        def ask() -> None:
+            request = urllib.request.Request(
+                base + "/v1/completions",
+                data=json.dumps(body).encode(),
+                headers={"Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=120) as reply:
+                answers.append(len(json.loads(reply.read())["choices"]))
+
+        client = threading.Thread(target=ask)
+        client.start()
+        time.sleep(1.0)  # the request is being generated
+        proc.send_signal(signal.SIGTERM)
+        client.join(120)
+        assert proc.wait(timeout=120) == 0, (proc.stderr.read() if proc.stderr else "")[-2000:]
+        assert answers == [64]  # answered before the exit
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)

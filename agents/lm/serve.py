@@ -91,6 +91,15 @@ class CompletionService:
 
     # ------------------------------------------------------------------ requests
 
+    def stop_generating(self) -> None:
+        """Wait for the generation in progress, and start no other (for a clean exit).
+
+        The model's lock is taken and kept: a process that exits while a request's handler
+        thread is inside the model's native code aborts (SIGABRT), so the server's main thread
+        calls this before it returns.
+        """
+        self._lock.acquire()
+
     def completions(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Answer a ``/v1/completions`` request body."""
         prompts, params, n = self._completion_request(body)
@@ -415,6 +424,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"no route GET {self.path}", "not_found_error")
 
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        requests: _InFlight = self.server.in_flight  # type: ignore[attr-defined]
+        with requests:
+            self._post()
+
+    def _post(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
         routes = {
             "/v1/completions": self.service.completions,
@@ -494,6 +508,10 @@ def _events(chunks: Sequence[Mapping[str, Any]]) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
+_DRAIN_S = 600.0
+"""How long a stopping server waits for the requests in flight to be answered."""
+
+
 def make_server(service: CompletionService, host: str = "127.0.0.1", port: int = 0) -> Any:
     """Bind an HTTP server for ``service`` (``port=0`` picks a free port).
 
@@ -503,7 +521,30 @@ def make_server(service: CompletionService, host: str = "127.0.0.1", port: int =
     server = ThreadingHTTPServer((host, port), _Handler)
     server.daemon_threads = True
     server.service = service  # type: ignore[attr-defined]
+    server.in_flight = _InFlight()  # type: ignore[attr-defined]
     return server
+
+
+class _InFlight:
+    """A count of the POST requests being answered (``with`` it around one), and a wait for 0."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._idle:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._idle:
+            self._count -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is being answered; False when ``timeout`` passed first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -549,6 +590,8 @@ def main(argv: list[str] | None = None) -> int:
         server.serve_forever()
     finally:
         server.server_close()
+        server.in_flight.wait_idle(_DRAIN_S)  # requests in flight are answered (a bounded wait)
+        service.stop_generating()  # then no generation runs while the process exits
     return 0
 
 
