@@ -315,6 +315,7 @@ def test_serve_reward_on_a_taken_port_names_it_and_creates_nothing(
     assert not book.parent.exists()
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_out_that_is_a_file_and_a_log_with_no_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

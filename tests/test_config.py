@@ -380,8 +380,6 @@ def test_rng_state_round_trip() -> None:
     assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == first
 
 
-@pytest.mark.requires("torch")
-@pytest.mark.requires("torch")
 def test_a_resume_says_which_steps_metrics_jsonl_lacks(tmp_path: Path) -> None:
     """A log cut outside a run (a kill cannot: each line is synced before its checkpoint)."""
     with MetricsLogger(tmp_path, tensorboard=False) as log:
@@ -394,6 +392,7 @@ def test_a_resume_says_which_steps_metrics_jsonl_lacks(tmp_path: Path) -> None:
         MetricsLogger(tmp_path, resume_step=4, tensorboard=False).close()
 
 
+@pytest.mark.requires("torch")
 def test_metrics_jsonl_resume_drops_later_steps(tmp_path: Path) -> None:
     with MetricsLogger(tmp_path, tensorboard=False) as log:
         for step in (1, 2, 3, 4):

@@ -154,7 +154,7 @@ def test_apps_solutions_as_published_a_json_encoded_list(tmp_path: Path) -> None
     assert problem.gt_program == "s = input()\nprint(s[::-1])\n"  # the first one that parses
 
 
-DEEP = "-" * 3000 + "1"
+DEEP = "-" * 20000 + "1"  # too deep to parse on every Python (3,000 parse on 3.10 and 3.13)
 GOOD = {
     "task_id": "ok",
     "prompt": "def g(x):",
