@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -179,6 +180,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextlib.contextmanager
+def serving(httpd: Any) -> Iterator[str]:
+    """Serve ``httpd`` (bound to 127.0.0.1) in a thread; yield its root URL; always stop it."""
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_unreachable_server_names_the_url() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     lm = OpenAICompatibleLM(url, NAME, max_retries=1, retry_backoff=0.01, timeout=5)
@@ -212,11 +225,8 @@ def test_retries_a_busy_server_then_succeeds() -> None:
         def log_message(self, *args: Any) -> None:
             return None
 
-    httpd = HTTPServer(("127.0.0.1", 0), Flaky)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    with serving(HTTPServer(("127.0.0.1", 0), Flaky)) as root:
+        url = root + "/v1"
         lm = OpenAICompatibleLM(url, NAME, max_retries=2, retry_backoff=0.01)
         (gen,) = lm.generate(["p"], SamplingParams())
         assert gen.text == " ok" and gen.logprobs == () and gen.finish_reason == "length"
@@ -225,9 +235,6 @@ def test_retries_a_busy_server_then_succeeds() -> None:
         calls.clear()
         with pytest.raises(HTTPPolicyError, match="HTTP 503: busy"):
             no_retry.generate(["p"], SamplingParams())
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.mark.requires("torch", "transformers")
@@ -242,16 +249,10 @@ def test_chat_without_template_is_a_clear_client_error() -> None:
     assert [c["index"] for c in reply["choices"]] == [0, 1, 2, 3]
     assert len(reply["choices"][0]["logprobs"]["token_logprobs"]) == 2
     assert reply["usage"]["completion_tokens"] == 8
-    httpd = make_server(service)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        lm = OpenAICompatibleLM(f"http://127.0.0.1:{httpd.server_address[1]}", NAME, chat=True)
+    with serving(make_server(service)) as root:
+        lm = OpenAICompatibleLM(root, NAME, chat=True)
         with pytest.raises(HTTPPolicyError, match="HTTP 400: .*no chat template"):
             lm.generate(["hi"], SamplingParams(max_new_tokens=2))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_base_url_handling() -> None:
@@ -312,17 +313,11 @@ class _Garbage(BaseHTTPRequestHandler):
     ],
 )
 def test_a_broken_reply_is_an_http_policy_error(kind: str, says: str) -> None:
-    httpd = HTTPServer(("127.0.0.1", 0), _Garbage)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/{kind}/v1"
+    with serving(HTTPServer(("127.0.0.1", 0), _Garbage)) as root:
+        url = f"{root}/{kind}/v1"
         lm = OpenAICompatibleLM(url, NAME, max_retries=1, retry_backoff=0.01, timeout=5)
         with pytest.raises(HTTPPolicyError, match=says):
             lm.generate(["p"], SamplingParams(max_new_tokens=4))
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_the_timeout_bounds_a_whole_reply() -> None:
@@ -343,19 +338,13 @@ def test_the_timeout_bounds_a_whole_reply() -> None:
         def log_message(self, *args: Any) -> None:
             return None
 
-    httpd = HTTPServer(("127.0.0.1", 0), Trickle)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    with serving(HTTPServer(("127.0.0.1", 0), Trickle)) as root:
+        url = root + "/v1"
         lm = OpenAICompatibleLM(url, NAME, max_retries=0, timeout=0.5)
         started = time.monotonic()
         with pytest.raises(HTTPPolicyError, match="took longer than the timeout"):
             lm.generate(["p"], SamplingParams(max_new_tokens=4))
         assert time.monotonic() - started < 1.5  # the reply alone takes 2 s
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_sigterm_during_a_request_answers_it_and_exits_cleanly(model_dir: Path) -> None:

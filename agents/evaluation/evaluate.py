@@ -245,16 +245,16 @@ def evaluate_policies(
             shared.candidates = [[] for _ in shared.problems]
         rows = []
         for spec in specs:
-            given = isinstance(spec, LoadedPolicy)
-            policy = (
-                spec if isinstance(spec, LoadedPolicy) else load_policy(spec, sandbox, settings)
-            )
-            say(f"evaluating {policy.spec} on {len(shared.problems)} problems")
+            if isinstance(spec, LoadedPolicy):  # the caller's own objects: the caller closes
+                say(f"evaluating {spec.spec} on {len(shared.problems)} problems")
+                rows.append(_evaluate_one(spec, shared))
+                continue
+            say(f"evaluating {spec} on {len(shared.problems)} problems")
+            policy = load_policy(spec, sandbox, settings)
             try:
                 rows.append(_evaluate_one(policy, shared))
             finally:
-                if not given:  # the caller's own objects are the caller's to close
-                    policy.close()
+                policy.close()
         return rows
     finally:
         referee.close()
