@@ -51,6 +51,9 @@ def _fails(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
         (["duel", "--seed", "-5"], "--seed: expected an integer >= 0"),
         (["eval", "--policy", "scripted:gt", "--seed", "-1"], "--seed: expected an integer"),
         (["serve-reward", "--seed", "-1"], "--seed: expected an integer >= 0"),
+        (["eval", "--policy", "scripted:gt", "--http-timeout", "0"], "--http-timeout: expected"),
+        (["eval", "--policy", "scripted:gt", "--http-timeout", "inf"], "--http-timeout: expected"),
+        (["eval", "--policy", "scripted:gt", "--http-retries", "-1"], "--http-retries: expected"),
     ],
 )
 def test_bad_numbers_are_refused_by_the_parser(
@@ -298,6 +301,28 @@ def test_an_http_policy_whose_server_is_not_there(capsys: pytest.CaptureFixture[
         argv = ["eval", "--policy", f"http:{url}#m", "--problems", "1", "--samples", "1"]
         err = _fails([*argv, "--k", "1", "--out", "o", "--quiet"], capsys)
     assert "HTTPPolicyError" in err and "Connection refused" in err
+
+
+def test_an_http_policy_whose_server_hangs_gives_up_after_the_timeout_flags(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import socket
+    import time
+
+    with socket.socket() as hung:  # listening, accepting into the backlog, never answering
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}/v1"
+        argv = ["eval", "--policy", f"http:{url}#m", "--problems", "1", "--samples", "1"]
+        started = time.monotonic()
+        err = _fails(
+            [*argv, "--http-timeout", "0.5", "--http-retries", "1", "--out", "o", "--quiet"],
+            capsys,
+        )
+        took = time.monotonic() - started
+    assert "failed after 2 attempts" in err and "timed out" in err, err
+    assert took < 30  # the defaults (120 s, 2 retries) would wait six minutes
+    assert not (Path("o") / "eval.json").exists()
 
 
 def test_serve_reward_on_a_taken_port_names_it_and_creates_nothing(

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from agents.lm.http import HTTPPolicyError, OpenAICompatibleLM
+from agents.lm.http import API_KEY_VARIABLE, HTTPPolicyError, OpenAICompatibleLM
 from agents.lm.interfaces import SamplingParams
 from agents.lm.models import build_tiny_model
 from agents.lm.serve import CompletionService, RequestError, make_server
@@ -253,6 +253,34 @@ def test_chat_without_template_is_a_clear_client_error() -> None:
         lm = OpenAICompatibleLM(root, NAME, chat=True)
         with pytest.raises(HTTPPolicyError, match="HTTP 400: .*no chat template"):
             lm.generate(["hi"], SamplingParams(max_new_tokens=2))
+
+
+def test_the_api_key_comes_from_the_argument_or_codea1_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[str | None] = []
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.headers.get("Authorization"))
+            data = json.dumps({"choices": [{"index": 0, "text": "ok"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            return None
+
+    monkeypatch.delenv(API_KEY_VARIABLE, raising=False)
+    with serving(HTTPServer(("127.0.0.1", 0), Echo)) as root:
+        OpenAICompatibleLM(root, NAME).generate(["p"], SamplingParams(max_new_tokens=2))
+        monkeypatch.setenv(API_KEY_VARIABLE, "from-env")
+        OpenAICompatibleLM(root, NAME).generate(["p"], SamplingParams(max_new_tokens=2))
+        given = OpenAICompatibleLM(root, NAME, api_key="given")
+        given.generate(["p"], SamplingParams(max_new_tokens=2))
+    assert seen == [None, "Bearer from-env", "Bearer given"]
 
 
 def test_base_url_handling() -> None:

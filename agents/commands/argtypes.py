@@ -16,6 +16,7 @@ __all__ = [
     "nonnegative_float",
     "nonnegative_int",
     "port",
+    "positive_float",
     "positive_int",
     "probability",
     "top_p",
@@ -79,6 +80,14 @@ def nonnegative_float(text: str) -> float:
     value = _float(text, "a number >= 0")
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = _float(text, "a number > 0")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
     return value
 
 

@@ -22,6 +22,7 @@ from agents.commands.argtypes import (
     check_output,
     nonnegative_float,
     nonnegative_int,
+    positive_float,
     positive_int,
     top_p,
 )
@@ -88,6 +89,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=64,
         help="mutants per problem (0: all; default 64)",
     )
+    parser.add_argument(
+        "--http-timeout",
+        type=positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="seconds an http: policy's server gets per request, whole reply included (120)",
+    )
+    parser.add_argument(
+        "--http-retries",
+        type=nonnegative_int,
+        default=2,
+        help="extra attempts of an http: request after a timeout, a dropped connection or "
+        "HTTP 408/409/429/5xx (2)",
+    )
     parser.add_argument("--out", default="results", help="output directory (default results/)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
 
@@ -116,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
             candidates=args.candidates,
             n_candidates=args.n_candidates,
             max_mutants=args.max_mutants or None,
+            http_timeout=args.http_timeout,
+            http_retries=args.http_retries,
         )
         problems = select_problems(_source(args.source), args.problems)
     except (ValueError, KeyError, OSError) as exc:

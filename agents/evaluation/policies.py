@@ -84,6 +84,10 @@ class EvalSettings:
         max_mutants: Mutants per problem (None: all).
         max_new_tokens: Token budgets ``(code, tests)`` of LM policies that are not checkpoints
             (a checkpoint uses its run's budgets).
+        http_timeout: Seconds an ``http:`` policy's server gets for one request, its whole reply
+            included.
+        http_retries: Extra attempts of an ``http:`` policy's request after a connection error,
+            a timeout or HTTP 408/409/429/5xx.
 
     """
 
@@ -97,6 +101,8 @@ class EvalSettings:
     n_candidates: int = 8
     max_mutants: int | None = 64
     max_new_tokens: tuple[int, int] = (512, 384)
+    http_timeout: float = 120.0
+    http_retries: int = 2
 
     def __post_init__(self) -> None:
         if self.samples < 1:
@@ -110,6 +116,11 @@ class EvalSettings:
             raise ValueError(
                 f"temperature must be >= 0 and top_p in (0, 1], got temperature="
                 f"{self.temperature!r}, top_p={self.top_p!r}"
+            )
+        if not 0 < self.http_timeout < float("inf") or self.http_retries < 0:  # rejects nan
+            raise ValueError(
+                f"http_timeout must be a finite number > 0 and http_retries >= 0, got "
+                f"http_timeout={self.http_timeout!r}, http_retries={self.http_retries!r}"
             )
         if self.n_candidates:
             try:
@@ -204,7 +215,10 @@ def load_policy(spec: str, sandbox: Sandbox, settings: EvalSettings) -> LoadedPo
             raise ValueError(f"policy {spec!r}: expected http:BASE_URL#MODEL")
         from agents.lm.http import OpenAICompatibleLM
 
-        return _lm_policy(name, body, OpenAICompatibleLM(url, model), settings)
+        lm = OpenAICompatibleLM(
+            url, model, timeout=settings.http_timeout, max_retries=settings.http_retries
+        )
+        return _lm_policy(name, body, lm, settings)
     raise ValueError(
         f"unknown policy spec {spec!r}; expected scripted:gt|mutant[:P]|boundary|random|trivial, "
         "checkpoint:RUN_DIR, hf:PATH or http:URL#MODEL (optionally NAME=SPEC)"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import time
 import urllib.error
 import urllib.parse
@@ -30,7 +31,10 @@ from typing import Any
 from agents.lm.interfaces import FinishReason, Generation, SamplingParams, stream_key
 from codea1_env.problems.jsontext import decode_json
 
-__all__ = ["HTTPPolicyError", "OpenAICompatibleLM"]
+__all__ = ["API_KEY_VARIABLE", "HTTPPolicyError", "OpenAICompatibleLM"]
+
+API_KEY_VARIABLE = "CODEA1_API_KEY"
+"""The environment variable a server's API key is read from when none is passed."""
 
 _RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 
@@ -47,7 +51,9 @@ class OpenAICompatibleLM:
             (``"http://127.0.0.1:8000"``, empty path) gets ``/v1`` appended; any other path is
             used as given (``https://openrouter.ai/api/v1``).
         model: The model name sent with every request.
-        api_key: Sent as ``Authorization: Bearer ...`` when given.
+        api_key: Sent as ``Authorization: Bearer ...``. ``None``: the ``CODEA1_API_KEY``
+            environment variable when it is set (how ``http:`` specs of ``codea1 eval`` and the
+            integrations' ``opponent_url`` reach a hosted API), else no header.
         timeout: Seconds per HTTP request, the reply's whole body included.
         max_retries: Extra attempts after a connection error, a timeout or HTTP 408/409/429/5xx,
             with exponential backoff (``retry_backoff`` x 2^attempt seconds). Other HTTP errors
@@ -92,7 +98,7 @@ class OpenAICompatibleLM:
             raise ValueError("need max_retries >= 0, max_concurrency >= 1 and timeout > 0")
         self.base_url = root
         self.model = model
-        self.api_key = api_key
+        self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE)
         self.timeout = timeout
         self.max_retries = max_retries
         self.uses_chat_template = chat
