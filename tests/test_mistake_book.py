@@ -505,3 +505,31 @@ def test_an_entries_table_without_its_unique_key_is_refused_at_open(tmp_path: Pa
     conn.close()
     with pytest.raises(ValueError, match=r"other\.db: .*no UNIQUE \(problem_id, call\)"):
         SqliteMistakeBook(path)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "says"),
+    [
+        ("expected", "{not json", "field 'expected' is damaged"),
+        ("expected", '{"no": "tag"}', "field 'expected' is damaged"),
+        ("frequency", "'three'", "field 'frequency' is damaged ('three'"),
+        ("frequency", "0", "field 'frequency' is damaged (0"),
+    ],
+)
+def test_a_row_damaged_outside_codea1_is_named_with_its_file_problem_and_call(
+    tmp_path: Path, column: str, value: str, says: str
+) -> None:
+    path = tmp_path / "book.db"
+    with SqliteMistakeBook(path) as book:
+        book.apply("p", [("f(1)", 2), ("f(2)", 3)], [])
+    conn = sqlite3.connect(path)
+    literal = value if column == "frequency" else "'" + value.replace("'", "''") + "'"
+    conn.execute(f"UPDATE entries SET {column} = {literal} WHERE call = 'f(2)'")
+    conn.commit()
+    conn.close()
+    with SqliteMistakeBook(path) as book:
+        where = re.escape(f"mistake book {path}: problem 'p', call 'f(2)': {says}")
+        for read in (lambda: book.top("p"), lambda: book.entries("p"), book.to_dict):
+            with pytest.raises(MistakeBookFormatError, match=where):
+                read()
+        assert book.size("p") == 2  # reading refuses; nothing is dropped

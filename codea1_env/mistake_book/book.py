@@ -87,6 +87,12 @@ def _updates(failed: Iterable[tuple[str, Any]], passed: Iterable[str]) -> list[U
     return [(call, enc, minus, plus) for call, (enc, minus, plus) in order.items()]
 
 
+def _exported(encoded: str) -> Any:
+    """The JSON export of a stored value, once it decodes as the plain data it must be."""
+    plain.loads(encoded)
+    return json.loads(encoded)
+
+
 class MistakeBook(abc.ABC):
     """Per-problem store of tests that broke candidates (see the module docstring)."""
 
@@ -140,19 +146,55 @@ class MistakeBook(abc.ABC):
     def close(self) -> None:
         """Release resources. Idempotent."""
 
+    def _storage(self) -> str:
+        """Where the entries are kept, for error messages (a backend with a file names it)."""
+        return "mistake book"
+
+    def _read(
+        self, problem_id: str, rows: list[tuple[str, str, int]], decode: Any
+    ) -> list[tuple[str, Any, int]]:
+        """Decode each stored row's expected value; a damaged one names the store and the row.
+
+        Raises:
+            MistakeBookFormatError: a stored value is not what :meth:`apply` writes (a book
+                file edited or damaged outside codea1); the message names the file, the
+                problem, the call and the field.
+
+        """
+        out = []
+        for call, encoded, frequency in rows:
+            if type(frequency) is not int or frequency < 1:
+                raise MistakeBookFormatError(
+                    f"{self._storage()}: problem {problem_id!r}, call {call!r}: field "
+                    f"'frequency' is damaged ({frequency!r}; a stored frequency is an int >= 1)"
+                )
+            try:
+                out.append((call, decode(encoded), frequency))
+            except (ValueError, TypeError, RecursionError) as exc:
+                raise MistakeBookFormatError(
+                    f"{self._storage()}: problem {problem_id!r}, call {call!r}: field "
+                    f"'expected' is damaged ({exc})"
+                ) from None
+        return out
+
     # -- the public interface -------------------------------------------------------------
 
     def top(self, problem_id: str, n: int = REPLAY_SIZE) -> list[BookEntry]:
-        """Return the ``n`` entries to replay: highest frequency first, ties by insertion order."""
+        """Return the ``n`` entries to replay: highest frequency first, ties by insertion order.
+
+        Raises:
+            MistakeBookFormatError: a stored entry was damaged outside codea1 (named).
+
+        """
         if n <= 0:
             return []
-        rows = self._ranked(str(problem_id), n)  # ids are stored as text: apply() writes str()
-        return [BookEntry(c, plain.loads(e), f) for c, e, f in rows]
+        pid = str(problem_id)  # ids are stored as text: apply() writes str()
+        return [BookEntry(*row) for row in self._read(pid, self._ranked(pid, n), plain.loads)]
 
     def entries(self, problem_id: str) -> list[BookEntry]:
         """Return every entry of ``problem_id`` in ranking order."""
-        rows = self._ranked(str(problem_id), None)
-        return [BookEntry(c, plain.loads(e), f) for c, e, f in rows]
+        pid = str(problem_id)
+        return [BookEntry(*row) for row in self._read(pid, self._ranked(pid, None), plain.loads)]
 
     def apply(
         self, problem_id: str, failed: Iterable[tuple[str, Any]], passed: Iterable[str]
@@ -229,8 +271,8 @@ class MistakeBook(abc.ABC):
             "version": FORMAT_VERSION,
             "problems": {
                 pid: [
-                    {"call": c, "expected": json.loads(e), "frequency": f}
-                    for c, e, f in self._ranked(pid, None)
+                    {"call": c, "expected": e, "frequency": f}
+                    for c, e, f in self._read(pid, self._ranked(pid, None), _exported)
                 ]
                 for pid in self.problems()
             },

@@ -121,6 +121,9 @@ class SqliteMistakeBook(MistakeBook):
             self._conn = None
             raise
 
+    def _storage(self) -> str:
+        return f"mistake book {self.path}"
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (_reopen_sqlite, (str(self.path), self.synchronous, self.busy_timeout_s))
 
@@ -153,7 +156,8 @@ class SqliteMistakeBook(MistakeBook):
                 "ORDER BY frequency DESC, id LIMIT ?",
                 (problem_id, -1 if limit is None else limit),
             )
-            return [(str(c), str(e), int(f)) for c, e, f in rows.fetchall()]
+            # a frequency is returned as stored: MistakeBook._read refuses a damaged one by name
+            return [(str(c), str(e), f) for c, e, f in rows.fetchall()]
 
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         with self._transaction() as cur:
