@@ -382,3 +382,30 @@ def test_a_train_start_that_fails_leaves_nothing_behind(
         assert sorted(p.name for p in run_dir.iterdir()) == ["notes.txt"]
     else:
         assert not run_dir.exists()
+
+
+def test_a_missing_optional_dependency_is_one_line_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys as _sys
+
+    monkeypatch.setitem(_sys.modules, "torch", None)  # import torch now raises ImportError
+    monkeypatch.delitem(_sys.modules, "agents.training.trainer", raising=False)
+    err = _fails(["train", "--preset", "nano", "--output-dir", "run"], capsys)
+    assert err.strip() == (
+        "codea1 train: error: the trainer needs PyTorch: pip install 'codea1[train]'"
+    )
+    assert not Path("run").exists()
+
+
+def test_an_import_error_that_names_no_install_keeps_its_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import agents.commands.duel_cli as duel_cli
+
+    def broken(args: object) -> int:
+        raise ImportError("cannot import name 'x' from 'y'")
+
+    monkeypatch.setattr(duel_cli, "run", broken)
+    with pytest.raises(ImportError, match="cannot import name"):
+        main(["duel", "--episodes", "1"])

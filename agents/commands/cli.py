@@ -55,6 +55,10 @@ TRACEBACK_ENV = "CODEA1_TRACEBACK"
 """Set to 1 to get the full traceback of an error the command line reports in one line."""
 
 
+_EXTRA_HINT = "pip install "
+"""How every lazy import of an optional dependency says what to install (``'codea1[train]'``)."""
+
+
 def _input_errors() -> tuple[type[BaseException], ...]:
     """What a user's files, flags and environment raise: reported in one line, not a traceback.
 
@@ -86,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``ValueError`` and its kin such as ``ProblemFormatError``, ``KeyError``, SQLite errors; a
     sandbox backend or an ``http:`` policy server that is not there) is printed as
     ``codea1 COMMAND: error: MESSAGE`` with exit status 2; ``CODEA1_TRACEBACK=1`` prints the
-    traceback too.
+    traceback too. A missing optional dependency is one line too, naming the extra to install.
     """
     args = build_parser().parse_args(argv)
     module = importlib.import_module(args._module)
@@ -95,6 +99,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except ImportError as exc:
+        if _EXTRA_HINT not in str(exc):  # not an optional dependency: a bug, with its traceback
+            raise
+        print(f"codea1 {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except _input_errors() as exc:
         if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
             traceback.print_exc()
