@@ -142,6 +142,30 @@ def test_coder_env_rewards_gt_pass_rate(sandbox):
     env.close()
 
 
+@pytest.mark.parametrize("opponent", ["gt", "gt+mistake_book"])
+def test_coder_env_reports_what_the_adapters_report(sandbox, opponent):
+    # One scoring path: the Coder env's info (reasons included: a code of scoring.reasons) is
+    # the adapters' (RewardCore, behind TRL, verl, SkyRL and the reward service) for one answer.
+    from agents.integrations.core import CoderRow, RewardCore
+    from codea1_env.scoring.reasons import REASON_CODES, reason_code
+
+    env = gym.make("CodeTestDuel-Coder-v0", sandbox=sandbox, opponent=opponent)
+    core = RewardCore("bank", opponent=opponent, sandbox=sandbox)
+    try:
+        for answer in (CODES[1], CODES[0], "no code here"):
+            env.reset(options={"problem": PROBLEM})
+            _, reward, _, _, info = env.step(answer)
+            (theirs,) = core.score([CoderRow(core.problem(PROBLEM), answer)])
+            assert reward == theirs.coder
+            assert info["reasons"] == theirs.info["reasons"]
+            assert {reason_code(r) for r in info["reasons"].values()} <= REASON_CODES | {""}
+            if opponent == "gt":
+                assert info["reasons"]["tester"] == "golden_mode"
+    finally:
+        env.close()
+        core.close()
+
+
 def test_tester_env_draws_gt_or_mutants(sandbox):
     env = gym.make("CodeTestDuel-Tester-v0", sandbox=sandbox, p_gt=0.0)
     obs, info = env.reset(seed=0, options={"problem": PROBLEM})

@@ -141,8 +141,7 @@ class CoderEnv(_OneStepEnv):
         self.host.play_code(duel, action, self.max_action_chars)  # "gt": the host's fixed tester
         if not duel.finished:  # "gt+mistake_book": the GT tests as the opponent's suite
             duel.play_tests(self._fixed_tests(duel.problem), self.max_action_chars)
-        outcome = self.host.score([duel])[0]
-        outcome.reasons["tester"] = f"fixed opponent: {self.opponent}"
+        outcome = self.host.score([duel])[0]  # "gt": the tester's reason is golden_mode
         print_if_human(self._duel, self.render_mode)
         return observe(duel, Role.CODER), outcome.rewards["coder"], True, False, duel_info(duel)
 
