@@ -188,3 +188,33 @@ def test_an_unknown_env_config_key_is_an_error() -> None:
             env_config={"opponnent": "gt"},
             extras={"reward_spec": {"ground_truth": PROBLEM}},
         )
+
+
+@pytest.mark.parametrize(
+    ("ground_truth", "says"),
+    [
+        ('{"task_id": ', "reward_spec.ground_truth: not valid JSON"),
+        ("[" * 20_000, None),  # not a record: an id only the service can resolve
+        ({"task_id": "t", "prompt": "p"}, "reward_spec.ground_truth"),
+    ],
+)
+def test_a_record_is_read_alike_with_and_without_reward_url(
+    ground_truth: Any, says: str | None
+) -> None:
+    # One reading of a row's problem record: the local core's, also where the worker builds
+    # no core (reward_url), so both refuse a bad record with the same message.
+    extras = {"reward_spec": {"ground_truth": ground_truth}}
+    remote = {"reward_url": "http://127.0.0.1:9"}  # never contacted by make()
+    messages = []
+    for config in ({"opponent": "gt"}, remote):
+        try:
+            skyrl_gym.make(skyrl.CODER_ENV_ID, env_config=config, extras=extras)
+        except ValueError as exc:
+            messages.append(str(exc))
+        else:
+            messages.append(None)
+    skyrl.close_shared_cores()
+    if says is None:
+        assert messages[1] is None and "no problem" in str(messages[0])
+    else:
+        assert messages[0] == messages[1] and says in str(messages[0])

@@ -382,25 +382,20 @@ class RewardCore:
         """
         if isinstance(spec, Problem):
             return spec
+        record = problem_record(spec, where)
+        if record is not None:
+            return self._custom_problem(record, where)
         if isinstance(spec, str):
             text = spec.strip()
-            if text.startswith("{"):
-                try:
-                    spec = decode_json(text)
-                except json.JSONDecodeError as exc:
-                    raise RequestError(where, f"not valid JSON: {exc.msg}") from None
-            else:
-                try:
-                    problem = self.source[text]
-                except (KeyError, IndexError, TypeError):
-                    raise RequestError(
-                        where, f"no problem {text!r} in source {self.source_name!r}"
-                    ) from None
-                if not isinstance(problem, Problem):
-                    raise RequestError(where, f"{text!r} does not name a problem")
-                return problem
-        if isinstance(spec, Mapping):
-            return self._custom_problem(spec, where)
+            try:
+                problem = self.source[text]
+            except (KeyError, IndexError, TypeError):
+                raise RequestError(
+                    where, f"no problem {text!r} in source {self.source_name!r}"
+                ) from None
+            if not isinstance(problem, Problem):
+                raise RequestError(where, f"{text!r} does not name a problem")
+            return problem
         raise RequestError(
             where, f"expected a problem id or a problem record, got {type(spec).__name__}"
         )
@@ -415,11 +410,7 @@ class RewardCore:
             cached = self._custom.get(digest)
         if cached is not None:
             return cached
-        try:
-            problem = problem_from_dict(record, where=where)
-        except ProblemFormatError as exc:
-            name = f"{where}.{exc.field}" if exc.field else where
-            raise RequestError(name, exc.message) from None
+        problem = problem_of_record(record, where)
         with self._custom_lock:
             if len(self._custom) >= 4096:
                 self._custom.clear()
@@ -545,6 +536,39 @@ class RewardCore:
         coder, tester = outcome.rewards["coder"], outcome.rewards["tester"]
         duel.outcome = outcome
         return PairResult(coder, tester, outcome.info(), duel.tests_text)
+
+
+def problem_record(spec: Any, where: str) -> Mapping[str, Any] | None:
+    """``spec`` as a problem record if it is one (a mapping, or JSON text of an object), else None.
+
+    Raises:
+        RequestError: JSON text that does not decode, naming ``where``.
+
+    """
+    if isinstance(spec, Mapping):
+        return spec
+    if isinstance(spec, str) and spec.strip().startswith("{"):
+        try:
+            record = decode_json(spec.strip())
+        except json.JSONDecodeError as exc:
+            raise RequestError(where, f"not valid JSON: {exc.msg}") from None
+        if isinstance(record, Mapping):
+            return record
+    return None
+
+
+def problem_of_record(record: Mapping[str, Any], where: str) -> Problem:
+    """The problem a record of the JSONL schema describes (checked as a problem file's line is).
+
+    Raises:
+        RequestError: a malformed record, naming ``where`` and the field.
+
+    """
+    try:
+        return problem_from_dict(record, where=where)
+    except ProblemFormatError as exc:
+        name = f"{where}.{exc.field}" if exc.field else where
+        raise RequestError(name, exc.message) from None
 
 
 class SharedCores:

@@ -58,11 +58,12 @@ from agents.integrations.core import (
     SharedCores,
     TesterRow,
     coder_prompt,
+    problem_of_record,
+    problem_record,
     tester_prompt,
 )
 from agents.integrations.verl import SCORE_KEYS
-from codea1_env.problems import Problem, ProblemFormatError, problem_from_dict
-from codea1_env.problems.jsontext import decode_json
+from codea1_env.problems import Problem
 
 __all__ = [
     "CODER_ENV_ID",
@@ -164,19 +165,11 @@ class _DuelTextEnv(BaseTextEnv):  # type: ignore[misc]
 
     def _record_problem(self, ground_truth: Any) -> Problem | None:
         """``ground_truth`` as a problem when it is a record (dict or JSON text), else None."""
-        record = ground_truth
-        if isinstance(record, str) and record.strip().startswith("{"):
-            try:
-                record = decode_json(record)
-            except ValueError as exc:
-                raise ValueError(
-                    f"{type(self).__name__}: reward_spec.ground_truth: not valid JSON: {exc}"
-                ) from None
-        if not isinstance(record, Mapping):
-            return None
+        where = "reward_spec.ground_truth"
         try:
-            return problem_from_dict(dict(record), where="reward_spec.ground_truth")
-        except ProblemFormatError as exc:
+            record = problem_record(ground_truth, where)
+            return None if record is None else problem_of_record(record, where)
+        except RequestError as exc:
             raise ValueError(f"{type(self).__name__}: {exc}") from None
 
     def init(self, prompt: Any) -> tuple[Any, dict[str, Any]]:
