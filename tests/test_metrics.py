@@ -93,6 +93,11 @@ def test_cure_accuracy_p01_p00() -> None:
     assert p01 == pytest.approx(1 / 4)  # wrong codes pass correct tests 1 time in 4
     assert p00 == pytest.approx(1 / 2)  # and incorrect tests 1 time in 2
     assert m.p01_p00(passes, [True, True, True])[1] is None
+    # pooled over suites, each (wrong code, test) pair counts once, not each suite's mean
+    other = ([[True]], [True])  # one pair: a wrong code passing a correct test
+    assert m.pooled_p01_p00([(passes, valid), other]) == (pytest.approx(2 / 5), 0.5)
+    with pytest.raises(ValueError, match="a row has 2 tests, valid has 1"):
+        m.pooled_p01_p00([other, ([[True, False]], [True])])
 
 
 def test_best_of_n_picks_most_passing_and_averages_ties() -> None:

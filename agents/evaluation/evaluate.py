@@ -342,7 +342,7 @@ def _test_metrics(
     mut_entries: list[tuple[Sequence[bool], Sequence[Sequence[bool]]]] = []
     discrimination: list[float] = []
     accuracy_flags: list[bool] = []
-    p01_rows: list[tuple[tuple[bool, ...], tuple[bool, ...]]] = []
+    p01_suites: list[tuple[list[tuple[bool, ...]], tuple[bool, ...]]] = []
     best: list[float] = []
     tests_written: list[int] = []
     r_vals: list[float] = []
@@ -376,7 +376,7 @@ def _test_metrics(
             score = measures.discrimination(wrong_rows, run_valid)
             if score is not None:
                 discrimination.append(score)
-            p01_rows.extend((r, run_valid) for r in wrong_rows)
+            p01_suites.append((wrong_rows, run_valid))
             if evaluation.candidate_correct:
                 counts = [sum(row_) for row_ in suite.candidate_passes]
                 scores = [1.0 if ok else 0.0 for ok in evaluation.candidate_correct]
@@ -385,8 +385,7 @@ def _test_metrics(
                     best.append(value)
     lcov, bcov = _coverage(shared, evaluations, k, per_problem)
     fidelity = _fidelity(evaluations, per_problem)
-    on_correct = [p for r, v in p01_rows for p, ok in zip(r, v) if ok]
-    on_incorrect = [p for r, v in p01_rows for p, ok in zip(r, v) if not ok]
+    p01, p00 = measures.pooled_p01_p00(p01_suites)
     random_pick = [
         sum(e.candidate_correct) / len(e.candidate_correct)
         for e in evaluations
@@ -411,8 +410,8 @@ def _test_metrics(
         "ut_fidelity": fidelity.mean,
         "discrimination": measures.mean_or_none(discrimination),
         "ut_accuracy": measures.unit_test_accuracy(accuracy_flags),
-        "p01": measures.mean_or_none([1.0 if p else 0.0 for p in on_correct]),
-        "p00": measures.mean_or_none([1.0 if p else 0.0 for p in on_incorrect]),
+        "p01": p01,
+        "p00": p00,
         f"best_of_{settings.n_candidates}": measures.mean_or_none(best),
         "random_pick": measures.mean_or_none(random_pick),
         **totals,

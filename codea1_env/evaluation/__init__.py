@@ -21,6 +21,7 @@ from codea1_env.evaluation.metrics import (
     mutation_score,
     p01_p00,
     pass_at_k,
+    pooled_p01_p00,
     unit_test_accuracy,
     validity_at_k,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "mut_at_k",
     "mutation_score",
     "p01_p00",
+    "pooled_p01_p00",
     "pass_at_k",
     "unit_test_accuracy",
     "validity_at_k",

@@ -49,7 +49,7 @@ best-of-N (:func:`best_of_n`)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,6 +66,7 @@ __all__ = [
     "mut_at_k",
     "mutation_score",
     "p01_p00",
+    "pooled_p01_p00",
     "pass_at_k",
     "unit_test_accuracy",
     "validity_at_k",
@@ -238,13 +239,29 @@ def p01_p00(
         each None when there is no such (code, test) pair.
 
     """
+    return pooled_p01_p00([(passes, valid)])
+
+
+def pooled_p01_p00(
+    suites: Iterable[tuple[Sequence[Sequence[bool]], Sequence[bool]]],
+) -> tuple[float | None, float | None]:
+    """:func:`p01_p00` over several suites: every (wrong code, test) pair of each counts once.
+
+    Args:
+        suites: ``(passes, valid)`` per suite, as :func:`p01_p00` takes them.
+
+    Returns:
+        ``(p01, p00)`` of all the pairs together; each None when there is no such pair.
+
+    """
     on_correct: list[float] = []
     on_incorrect: list[float] = []
-    for row in passes:
-        if len(row) != len(valid):
-            raise ValueError(f"p01_p00: a row has {len(row)} tests, valid has {len(valid)}")
-        for passed, ok in zip(row, valid):
-            (on_correct if ok else on_incorrect).append(1.0 if passed else 0.0)
+    for passes, valid in suites:
+        for row in passes:
+            if len(row) != len(valid):
+                raise ValueError(f"p01_p00: a row has {len(row)} tests, valid has {len(valid)}")
+            for passed, ok in zip(row, valid):
+                (on_correct if ok else on_incorrect).append(1.0 if passed else 0.0)
     return mean_or_none(on_correct), mean_or_none(on_incorrect)
 
 
