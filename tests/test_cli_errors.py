@@ -276,7 +276,10 @@ def test_the_traceback_on_request_and_where_it_was_raised(
     assert "raised at codea1_env/problems/jsonl.py:" in err
     monkeypatch.setenv("CODEA1_TRACEBACK", "1")
     assert main(argv) == 2
-    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert "CODEA1_TRACEBACK" not in err  # no hint to set what is set
+    assert err.splitlines()[-1].startswith("codea1 duel: error: ")
 
 
 def test_eval_source_errors_name_the_flag(capsys: pytest.CaptureFixture[str]) -> None:

@@ -105,14 +105,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"codea1 {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except _input_errors() as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        line = f"codea1 {args.command}: error: {type(exc).__name__}: {message}"
         if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
             traceback.print_exc()
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(
-            f"codea1 {args.command}: error: {type(exc).__name__}: {message}\n"
-            f"({_where(exc)}set {TRACEBACK_ENV}=1 for the traceback)",
-            file=sys.stderr,
-        )
+            print(line, file=sys.stderr)
+        else:
+            print(
+                f"{line}\n({_where(exc)}set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr
+            )
         return 2
 
 
