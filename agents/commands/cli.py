@@ -6,6 +6,7 @@ Subcommands:
 * ``codea1 duel``: scripted players duel on the built-in problems; a table of rewards and verdicts.
 * ``codea1 eval``: code metrics (pass@k, avg@k) and test metrics (validity, mut@k, ...) per policy.
 * ``codea1 report RUN_DIR``: PNG plots and one self-contained HTML page for a training run.
+* ``codea1 export RUN_DIR``: a trained player as a transformers model directory (``vllm serve``).
 * ``codea1 serve-reward``: an HTTP reward service for RL engines (OpenRLHF's remote reward).
 
 Each subcommand lives in its own module and is imported only when it runs.
@@ -30,6 +31,10 @@ _COMMANDS = {
         "compare policies: code and test-generation metrics, JSON + Markdown",
     ),
     "report": ("agents.commands.report_cli", "PNG plots and a self-contained HTML report of a run"),
+    "export": (
+        "agents.commands.export_cli",
+        "write a trained player as a transformers model directory (to serve or evaluate)",
+    ),
     "serve-reward": (
         "agents.commands.serve_reward_cli",
         "HTTP reward service for RL engines (OpenRLHF remote reward, /v1/judge)",

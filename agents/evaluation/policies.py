@@ -279,36 +279,24 @@ def _lm_policy(name: str, spec: str, lm: Any, settings: EvalSettings) -> LoadedP
 
 def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> LoadedPolicy:
     try:
-        import torch
-
         from agents.lm.transformers_lm import TransformersLM
         from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
         from agents.players.prompts import prompt_style
-        from agents.training.checkpoint import latest_checkpoint, load_checkpoint_file
         from agents.training.config import TrainConfig
-        from agents.training.player import apply_lora, load_model_spec
+        from agents.training.saved_players import load_saved_player, resolve_checkpoint
     except ImportError as exc:
         raise ImportError(
             f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"
         ) from exc
-    if (path / "COMPLETE").is_file():
-        ckpt, run_dir = path, path.parent.parent
-    else:
-        run_dir, found = path, latest_checkpoint(path)
-        if found is None:
-            raise ValueError(f"policy {spec!r}: no complete checkpoint under {path}/checkpoints")
-        ckpt = found
+    try:
+        ckpt, run_dir = resolve_checkpoint(path)
+    except ValueError as exc:
+        raise ValueError(f"policy {spec!r}: {exc}") from None
     config = TrainConfig.load(run_dir / "config.json")
-    device = torch.device("cpu")
     style = prompt_style(config.prompt_style)
 
-    def load(player: str, model_spec: str) -> Any:
-        model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
-        if config.use_lora:
-            model = apply_lora(model, config)
-        weights = load_checkpoint_file(ckpt / f"{player}_model.pt", map_location=device)
-        model.load_state_dict(weights, strict=False)
-        model.eval()
+    def load(role: str) -> Any:
+        model, tokenizer = load_saved_player(ckpt, config, role)
         return TransformersLM(model, tokenizer, chat_template=style.chat_template)
 
     def params(budget: int) -> Any:
@@ -320,8 +308,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
             seed=settings.seed,
         )
 
-    coder_name = "shared" if config.mode == "self-play" else "coder"
-    coder_lm = load(coder_name, config.coder_model)
+    coder_lm = load("coder")
     coder = CoderPolicy(
         coder_lm,
         template=style.coder,
@@ -329,7 +316,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
     )
     tester = None
     if config.mode != "golden":
-        tester_lm = coder_lm if config.mode == "self-play" else load("tester", config.tester_model)
+        tester_lm = coder_lm if config.mode == "self-play" else load("tester")
         tester = TesterPolicy(
             tester_lm,
             template=style.tester,

@@ -18,6 +18,7 @@ when online, the Hugging Face hub.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -232,6 +233,21 @@ def load_model(
     return model
 
 
+_GENERIC_TOKENIZERS = frozenset({"TokenizersBackend", "PreTrainedTokenizerFast"})
+
+
+def _declares_generic_tokenizer(directory: Path) -> bool:
+    """Whether a model directory's tokenizer is its ``tokenizer.json`` as is (a generic class)."""
+    config = directory / "tokenizer_config.json"
+    if not (directory / "tokenizer.json").is_file() or not config.is_file():
+        return False
+    try:
+        declared = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return declared in _GENERIC_TOKENIZERS
+
+
 def load_tokenizer(
     path_or_name: str | Path, trust_remote_code: bool = False
 ) -> PreTrainedTokenizerBase:
@@ -247,10 +263,17 @@ def load_tokenizer(
 
     """
     transformers = _require_transformers()
+    # A directory whose tokenizer_config.json declares the generic class (as the shipped tiny
+    # tokenizer saves itself) is loaded as its tokenizer.json says. AutoTokenizer would build
+    # the class registered for config.json's model type instead (Qwen2Tokenizer for a tiny
+    # Qwen2 model), whose own pre-tokenizer splits text differently than training did.
+    loader = (
+        transformers.PreTrainedTokenizerFast
+        if _declares_generic_tokenizer(Path(path_or_name))
+        else transformers.AutoTokenizer
+    )
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(
-            str(path_or_name), trust_remote_code=trust_remote_code
-        )
+        tokenizer = loader.from_pretrained(str(path_or_name), trust_remote_code=trust_remote_code)
     except OSError as exc:
         raise OSError(f"cannot load a tokenizer from {str(path_or_name)!r}: {exc}") from exc
     if len(tokenizer) < 2 or not tokenizer("def f(x):", add_special_tokens=False)["input_ids"]:

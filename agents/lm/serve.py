@@ -43,6 +43,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from agents.lm.interfaces import Generation, SamplingParams
@@ -571,8 +572,19 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
-    model = load_model(args.model, dtype=args.dtype, device=args.device)
-    tokenizer = load_tokenizer(args.model)
+    if (Path(args.model) / "checkpoints").is_dir():
+        print(
+            f"python -m agents.serve: error: {args.model} is a codea1 run directory; write a "
+            f"player as a model directory first: codea1 export {args.model} --role coder --out DIR",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        model = load_model(args.model, dtype=args.dtype, device=args.device)
+        tokenizer = load_tokenizer(args.model)
+    except (OSError, ValueError) as exc:  # a path or name that holds no model: one line
+        print(f"python -m agents.serve: error: {exc}", file=sys.stderr)
+        return 2
     name = args.served_model_name or args.model
     service = CompletionService(
         model, tokenizer, name, max_tokens_limit=args.max_tokens_limit, batch_size=args.batch_size
