@@ -207,3 +207,95 @@ def test_a_damaged_player_file_in_a_complete_checkpoint_names_the_file(
     assert latest_checkpoint(tmp_path) == directory  # no quiet fallback to anything else
     with pytest.raises(CheckpointError, match=rf"step_1/{name} cannot be loaded"):
         player.load(directory)
+
+
+@pytest.mark.parametrize(
+    ("name", "swap", "says"),
+    [
+        ("coder_model.pt", "empty", "does not fit the coder model: missing"),
+        ("coder_model.pt", "optimizer", "does not fit the coder model"),
+        ("coder_model.pt", "tensor", "holds Tensor, not a state dict of tensors"),
+        ("coder_model.pt", "shape", "does not fit the coder model: .*size mismatch"),
+        ("coder_optimizer.pt", "model", "is not the coder optimizer's state"),
+        ("coder_scheduler.pt", "empty", "is not the coder scheduler's state"),
+    ],
+)
+def test_a_swapped_or_reshaped_player_file_is_refused_naming_it(
+    tmp_path: Path, name: str, swap: str, says: str
+) -> None:
+    # a file that loads but holds the wrong thing: refused, never played with fresh weights
+    torch = pytest.importorskip("torch")
+    from agents.training.checkpoint import COMPLETE_MARKER, CheckpointError
+    from agents.training.config import from_preset
+    from agents.training.player import build_player
+
+    cfg = from_preset("nano")
+    player = build_player(
+        "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
+    )
+    directory = tmp_path / "checkpoints" / "step_1"
+    directory.mkdir(parents=True)
+    player.save(directory)
+    (directory / COMPLETE_MARKER).write_text("")
+    weights = torch.load(directory / "coder_model.pt")
+    replacement: object = {
+        "empty": {},
+        "optimizer": torch.load(directory / "coder_optimizer.pt"),
+        "tensor": torch.zeros(3),
+        "shape": {k: (v[:1] if v.dim() else v) for k, v in weights.items()},
+        "model": weights,
+    }[swap]
+    torch.save(replacement, directory / name)
+    with pytest.raises(CheckpointError, match=rf"step_1/{name} .*{says}"):
+        player.load(directory)
+    if name == "coder_model.pt":  # an evaluation's checkpoint: policy reads the same way
+        from agents.evaluation.policies import EvalSettings, load_policy
+
+        cfg.save(tmp_path / "config.json")
+        with pytest.raises(CheckpointError, match=rf"step_1/{name} .*{says}"):
+            load_policy(f"checkpoint:{tmp_path}", None, EvalSettings())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("json_list", r"trainer_state\.json: field 'before' is damaged"),
+        ("json_before", r"trainer_state\.json: field 'before' is damaged"),
+        ("pt_no_step", r"trainer_state\.pt is not a trainer state: KeyError"),
+        ("pt_list", r"trainer_state\.pt is not a trainer state: TypeError"),
+    ],
+)
+def test_a_trainer_state_with_wrong_content_names_the_file(
+    tmp_path: Path, damage: str, says: str
+) -> None:
+    torch = pytest.importorskip("torch")
+    from agents.training.checkpoint import CheckpointError, read_trainer_state
+
+    directory = _checkpoint(tmp_path)
+    info, state = directory / "trainer_state.json", directory / "trainer_state.pt"
+    if damage == "json_list":
+        info.write_text("[]")
+    elif damage == "json_before":
+        info.write_text(json.dumps({"before": {"x": "abc"}}))
+    elif damage == "pt_no_step":
+        saved = torch.load(state, weights_only=False)
+        del saved["step"]
+        torch.save(saved, state)
+    else:
+        torch.save([1, 2], state)
+    with pytest.raises(CheckpointError, match=says):
+        read_trainer_state(directory)
+
+
+def test_a_latest_pointer_of_undecodable_bytes_falls_back_to_the_highest_step(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("torch")
+    from agents.training.checkpoint import COMPLETE_MARKER, latest_checkpoint
+
+    for step in (1, 2):
+        directory = tmp_path / "checkpoints" / f"step_{step}"
+        directory.mkdir(parents=True)
+        (directory / COMPLETE_MARKER).write_text("")
+    (tmp_path / "checkpoints" / "latest").write_bytes(b"\xff\xfe")
+    assert latest_checkpoint(tmp_path) == tmp_path / "checkpoints" / "step_2"

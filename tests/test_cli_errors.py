@@ -242,6 +242,23 @@ def test_a_resume_checks_its_input_before_rewriting_config_json(
     assert (run_dir / "config.json").read_bytes() == before
 
 
+@pytest.mark.requires("torch")
+def test_a_resume_that_fails_on_a_damaged_checkpoint_puts_config_json_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    run_dir = tmp_path / "run"
+    argv = ["train", "--preset", "nano", "--output-dir", str(run_dir), "--steps", "1"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    before = (run_dir / "config.json").read_bytes()
+    torch.save({}, run_dir / "checkpoints" / "step_1" / "coder_model.pt")  # a swapped file
+    err = _fails([*argv[:-1], "3"], capsys)
+    assert "step_1/coder_model.pt does not fit the coder model" in err
+    assert (run_dir / "config.json").read_bytes() == before  # "steps" is still 1
+
+
 def test_the_installed_command_line_answers_in_one_line(tmp_path: Path) -> None:
     """A real process: exit status 2, the argparse-style line, no traceback, nothing written."""
     run_dir = tmp_path / "run"

@@ -39,9 +39,11 @@ __all__ = [
     "latest_checkpoint",
     "list_checkpoints",
     "load_checkpoint_file",
+    "load_model_weights",
     "load_player_weights",
     "read_run_checkpoint",
     "read_trainer_state",
+    "load_state_into",
     "restore_rng_state",
     "write_checkpoint",
     "write_run_checkpoint",
@@ -77,6 +79,68 @@ def load_checkpoint_file(path: Path, **kwargs: Any) -> Any:
         raise CheckpointError(
             f"checkpoint file {path} cannot be loaded (damaged after it was written?): "
             f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def load_model_weights(model: Any, path: Path, what: str, **kwargs: Any) -> None:
+    """Load a state dict written for ``model`` into it, refusing one that does not fit.
+
+    ``model.load_state_dict(..., strict=False)``: a LoRA checkpoint holds only what trains. A
+    file that holds something else (an optimizer's state, a bare tensor), lacks one of the
+    model's trainable parameters, or holds a tensor of another shape is refused, so a damaged or
+    swapped file is never silently played with the initial weights.
+
+    Args:
+        model: The model to fill.
+        path: The ``*_model.pt`` (or ``reference_*.pt``) file.
+        what: The model, for the message (``"coder"``).
+        **kwargs: Passed to ``torch.load`` (``map_location``).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        CheckpointError: it does not load or does not fit (names the file and why).
+
+    """
+    weights = load_checkpoint_file(path, **kwargs)
+    import torch
+
+    if not isinstance(weights, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()
+    ):
+        raise CheckpointError(
+            f"checkpoint file {path} does not fit the {what} model: it holds "
+            f"{type(weights).__name__}, not a state dict of tensors"
+        )
+    missing = [n for n, p in model.named_parameters() if p.requires_grad and n not in weights]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint file {path} does not fit the {what} model: missing {missing[:3]}"
+        )
+    try:
+        model.load_state_dict(weights, strict=False)
+    except RuntimeError as exc:  # a tensor of another shape
+        detail = " ".join(str(exc).split())[:300]
+        raise CheckpointError(
+            f"checkpoint file {path} does not fit the {what} model: {detail}"
+        ) from exc
+
+
+def load_state_into(target: Any, path: Path, what: str, **kwargs: Any) -> None:
+    """``target.load_state_dict(torch.load(path))`` for an optimizer or a scheduler, checked.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        CheckpointError: it does not load, or is not the state ``target`` takes (named).
+
+    """
+    state = load_checkpoint_file(path, **kwargs)
+    try:
+        if not isinstance(state, Mapping):
+            raise TypeError(f"it holds {type(state).__name__}, not a state dict")
+        target.load_state_dict(state)
+    except (KeyError, ValueError, TypeError, IndexError, RuntimeError) as exc:
+        raise CheckpointError(
+            f"checkpoint file {path} is not the {what}'s state: {type(exc).__name__}: {exc}"
         ) from exc
 
 
@@ -128,7 +192,7 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     root = Path(run_dir) / "checkpoints"
     pointer = root / "latest"
     if pointer.is_file():
-        name = pointer.read_text(encoding="utf-8").strip()
+        name = pointer.read_text(encoding="utf-8", errors="replace").strip()  # damaged: no match
         candidate = root / name
         if _STEP_DIR.match(name) and (candidate / COMPLETE_MARKER).is_file():
             return candidate
@@ -263,13 +327,25 @@ def read_trainer_state(directory: Path) -> TrainerState:
         info = json.loads(info_file.read_text())
     except (ValueError, UnicodeDecodeError) as exc:
         raise CheckpointError(f"checkpoint file {info_file} is not valid JSON: {exc}") from exc
-    return TrainerState(
-        step=int(state["step"]),
-        sampler=state["sampler"],
-        rng=state["rng"],
-        curriculum=state.get("curriculum"),
-        before={k: float(v) for k, v in info.get("before", {}).items()},
-    )
+    try:
+        if not isinstance(state, dict):
+            raise TypeError(f"it holds {type(state).__name__}, not a dict")
+        step, sampler, rng = int(state["step"]), state["sampler"], state["rng"]
+        curriculum = state.get("curriculum")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint file {directory / 'trainer_state.pt'} is not a trainer state: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        if not isinstance(info, dict) or not isinstance(info.get("before", {}), dict):
+            raise TypeError("expected an object with an object 'before'")
+        before = {str(k): float(v) for k, v in info.get("before", {}).items()}
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"checkpoint file {info_file}: field 'before' is damaged: {exc}"
+        ) from exc
+    return TrainerState(step=step, sampler=sampler, rng=rng, curriculum=curriculum, before=before)
 
 
 def curriculum_state(source: Any) -> dict[str, Any] | None:
@@ -353,10 +429,16 @@ def read_run_checkpoint(
         player.load_reference(run_dir / f"reference_{player.name}.pt")
         player.load(directory)
     state = read_trainer_state(directory)
-    sampler.bit_generator.state = state.sampler
-    restore_rng_state(state.rng)
-    if state.curriculum is not None and hasattr(source, "load_state_dict"):
-        source.load_state_dict(state.curriculum)
+    try:
+        sampler.bit_generator.state = state.sampler
+        restore_rng_state(state.rng)
+        if state.curriculum is not None and hasattr(source, "load_state_dict"):
+            source.load_state_dict(state.curriculum)
+    except (KeyError, TypeError, ValueError, IndexError, RuntimeError, AttributeError) as exc:
+        raise CheckpointError(
+            f"checkpoint file {directory / 'trainer_state.pt'} holds a damaged sampler, RNG or "
+            f"curriculum state: {type(exc).__name__}: {exc}"
+        ) from exc
     book_file = directory / "mistake_book.json"
     if mistake_book is not None and book_file.is_file():
         mistake_book.import_json(book_file, replace=True)  # validated before anything changes

@@ -23,7 +23,12 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
-from agents.training.checkpoint import load_checkpoint_file
+from agents.training.checkpoint import (
+    CheckpointError,
+    load_checkpoint_file,
+    load_model_weights,
+    load_state_into,
+)
 from agents.training.config import TrainConfig
 from agents.training.distributed import (
     SINGLE,
@@ -405,32 +410,33 @@ class Player:
 
         Raises:
             FileNotFoundError: a file of the checkpoint is missing.
-            CheckpointError: a file of the checkpoint is damaged (it names the file).
-            RuntimeError: the weights do not fit the model (a different model spec).
+            CheckpointError: a file of the checkpoint is damaged (it names the file), or
+                the weights do not fit the model (a different model spec, a file
+                swapped or damaged), or a state file is not the optimizer's or scheduler's.
 
         """
-        weights = load_checkpoint_file(
-            directory / f"{self.name}_model.pt", map_location=self.device
-        )
-        missing_trainable = [
-            n for n, p in self.model.named_parameters() if p.requires_grad and n not in weights
-        ]
-        if missing_trainable:
-            raise RuntimeError(
-                f"checkpoint {directory} does not fit the {self.name} model: "
-                f"missing {missing_trainable[:3]}"
-            )
-        optimizer = load_checkpoint_file(
-            directory / f"{self.name}_optimizer.pt", map_location=self.device
-        )
+        model_file = directory / f"{self.name}_model.pt"
+        optimizer_file = directory / f"{self.name}_optimizer.pt"
         if is_sharded(self.model):  # every rank loads the full state and keeps its shard
+            weights = load_checkpoint_file(model_file, map_location=self.device)
+            missing = [
+                n for n, p in self.model.named_parameters() if p.requires_grad and n not in weights
+            ]
+            if missing:
+                raise CheckpointError(
+                    f"checkpoint file {model_file} does not fit the {self.name} model: "
+                    f"missing {missing[:3]}"
+                )
+            optimizer = load_checkpoint_file(optimizer_file, map_location=self.device)
             load_full_model_state(self.model, weights)
             load_full_optimizer_state(self.model, self.optimizer, optimizer)
         else:
-            self.model.load_state_dict(weights, strict=False)
-            self.optimizer.load_state_dict(optimizer)
-        self.scheduler.load_state_dict(
-            load_checkpoint_file(directory / f"{self.name}_scheduler.pt")
+            load_model_weights(self.model, model_file, self.name, map_location=self.device)
+            load_state_into(
+                self.optimizer, optimizer_file, f"{self.name} optimizer", map_location=self.device
+            )
+        load_state_into(
+            self.scheduler, directory / f"{self.name}_scheduler.pt", f"{self.name} scheduler"
         )
 
     def save_reference(self, path: Path) -> None:
@@ -442,7 +448,9 @@ class Player:
     def load_reference(self, path: Path) -> None:
         """Load reference weights written by :meth:`save_reference` (when the file exists)."""
         if self.reference is not None and path.is_file():
-            self.reference.load_state_dict(load_checkpoint_file(path, map_location=self.device))
+            load_model_weights(
+                self.reference, path, f"{self.name} reference", map_location=self.device
+            )
 
 
 _LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from agents.training.checkpoint import COMPLETE_MARKER, latest_checkpoint, load_checkpoint_file
+from agents.training.checkpoint import COMPLETE_MARKER, latest_checkpoint, load_model_weights
 from agents.training.config import TrainConfig
 from agents.training.player import apply_lora, load_model_spec
 
@@ -85,7 +85,7 @@ def load_saved_player(
 
     Raises:
         ValueError: see :func:`saved_player_name`.
-        CheckpointError: the weights file is damaged (named).
+        CheckpointError: the weights file is damaged, or does not fit the model (named).
 
     """
     name = saved_player_name(config, role)
@@ -94,8 +94,7 @@ def load_saved_player(
     model, tokenizer = load_model_spec(model_spec, seed=config.seed, device=device)
     if config.use_lora:
         model = apply_lora(model, config)
-    weights = load_checkpoint_file(checkpoint / f"{name}_model.pt", map_location=device)
-    model.load_state_dict(weights, strict=False)
+    load_model_weights(model, checkpoint / f"{name}_model.pt", name, map_location=device)
     if config.use_lora and merge_lora:
         model = model.merge_and_unload()
     model.eval()

@@ -222,12 +222,17 @@ class Trainer:
         fresh = self.checkpoint is None and self.dist.is_main
         made_dir = not self.run_dir.exists()
         existed = {path: path.exists() for path in _fresh_run_files(self.run_dir)}
+        # a resume that fails (a damaged checkpoint file) puts back the config.json it rewrote
+        kept_config = saved.read_text(encoding="utf-8") if not fresh and saved.is_file() else None
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start(config, source, referee)
         except BaseException:  # a model that does not load, a sandbox that cannot start, ...
             if fresh:  # a new run leaves nothing behind (a resumed one keeps its directory)
                 self._undo_fresh_start(made_dir, existed)
+            elif kept_config is not None and self.dist.is_main:
+                self._close_started()
+                write_text_atomic(saved, kept_config)
             raise
 
     def _start(self, config: TrainConfig, source: Any, referee: Any) -> None:
@@ -293,8 +298,8 @@ class Trainer:
                 config=config.to_dict(),
             )
 
-    def _undo_fresh_start(self, made_dir: bool, existed: dict[Path, bool]) -> None:
-        """Remove what a new run wrote before its start failed; close what it opened."""
+    def _close_started(self) -> None:
+        """Close what a start that failed had opened (referee, mistake book, metrics)."""
         with contextlib.suppress(Exception):
             if getattr(self, "_owns_referee", False) and getattr(self, "referee", None):
                 self.referee.close()
@@ -303,6 +308,10 @@ class Trainer:
                 self.mistake_book.close()
         with contextlib.suppress(Exception):
             self.metrics.close()
+
+    def _undo_fresh_start(self, made_dir: bool, existed: dict[Path, bool]) -> None:
+        """Remove what a new run wrote before its start failed; close what it opened."""
+        self._close_started()
         if made_dir:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             return
