@@ -10,6 +10,7 @@ import dataclasses
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,12 +186,11 @@ def test_a_truncated_trainer_state_names_the_file(tmp_path: Path) -> None:
     assert info.value.__cause__ is not None
 
 
-@pytest.mark.parametrize("name", ["coder_model.pt", "coder_optimizer.pt", "coder_scheduler.pt"])
-def test_a_damaged_player_file_in_a_complete_checkpoint_names_the_file(
-    tmp_path: Path, name: str
-) -> None:
-    torch = pytest.importorskip("torch")
-    from agents.training.checkpoint import COMPLETE_MARKER, CheckpointError, latest_checkpoint
+def _saved_coder(tmp_path: Path) -> tuple[Any, Any, Path]:
+    """``(config, player, directory)``: a nano coder saved as a complete ``step_1``."""
+    import torch
+
+    from agents.training.checkpoint import COMPLETE_MARKER
     from agents.training.config import from_preset
     from agents.training.player import build_player
 
@@ -202,6 +202,17 @@ def test_a_damaged_player_file_in_a_complete_checkpoint_names_the_file(
     directory.mkdir(parents=True)
     player.save(directory)
     (directory / COMPLETE_MARKER).write_text("")
+    return cfg, player, directory
+
+
+@pytest.mark.parametrize("name", ["coder_model.pt", "coder_optimizer.pt", "coder_scheduler.pt"])
+def test_a_damaged_player_file_in_a_complete_checkpoint_names_the_file(
+    tmp_path: Path, name: str
+) -> None:
+    pytest.importorskip("torch")
+    from agents.training.checkpoint import CheckpointError, latest_checkpoint
+
+    cfg, player, directory = _saved_coder(tmp_path)
     damaged = directory / name
     damaged.write_bytes(damaged.read_bytes()[: damaged.stat().st_size // 2])
     assert latest_checkpoint(tmp_path) == directory  # no quiet fallback to anything else
@@ -225,18 +236,9 @@ def test_a_swapped_or_reshaped_player_file_is_refused_naming_it(
 ) -> None:
     # a file that loads but holds the wrong thing: refused, never played with fresh weights
     torch = pytest.importorskip("torch")
-    from agents.training.checkpoint import COMPLETE_MARKER, CheckpointError
-    from agents.training.config import from_preset
-    from agents.training.player import build_player
+    from agents.training.checkpoint import CheckpointError
 
-    cfg = from_preset("nano")
-    player = build_player(
-        "coder", "builtin:nano", cfg, seed=0, lr=cfg.lr, device=torch.device("cpu")
-    )
-    directory = tmp_path / "checkpoints" / "step_1"
-    directory.mkdir(parents=True)
-    player.save(directory)
-    (directory / COMPLETE_MARKER).write_text("")
+    cfg, player, directory = _saved_coder(tmp_path)
     weights = torch.load(directory / "coder_model.pt")
     replacement: object = {
         "empty": {},
