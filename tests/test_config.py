@@ -187,6 +187,10 @@ def test_flat_overrides_merge_into_the_sections() -> None:
         ({"limits": {"memory_mb": "big"}}, r"TrainConfig\.limits\.memory_mb = 'big' .*int"),
         ({"memory_mb": 0}, r"TrainConfig\.limits\.memory_mb .*--memory-mb"),
         ({"max_processes": 0}, r"TrainConfig\.limits\.max_processes"),
+        ({"call_timeout_s": 1e300}, r"TrainConfig\.limits\.call_timeout_s = 1e\+300 .*86,400"),
+        ({"cpu_time_s": float("inf")}, r"TrainConfig\.limits\.cpu_time_s = inf .*finite"),
+        ({"memory_mb": 10**17}, r"TrainConfig\.limits\.memory_mb .*--memory-mb"),
+        ({"max_open_files": 10**9}, r"TrainConfig\.limits\.max_open_files .*1,048,576"),
         ({"quality_filter": "yes"}, r"TrainConfig\.stability\.quality_filter .*bool"),
         ({"curriculum_window": 1.5}, r"stability\.curriculum_schedule\.window .*int"),
         ({"curriculum_start": 2.0}, r"TrainConfig\.stability\.curriculum_schedule.*start"),
@@ -205,8 +209,8 @@ def test_bad_nested_values_name_the_field(values: dict[str, object], named: str)
 def test_bad_nested_values_are_rejected_from_objects_files_and_flags(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(ValueError, match=r"TrainConfig\.limits\.call_timeout_s = 0"):
-        TrainConfig(limits=Limits(call_timeout_s=0))
+    with pytest.raises(ValueError, match=r"Limits\.call_timeout_s = 0 is invalid"):
+        TrainConfig(limits=Limits(call_timeout_s=0))  # Limits refuses it itself
     with pytest.raises(ValueError, match=r"TrainConfig\.stability\.anonymize_code"):
         TrainConfig(stability=StabilityOptions(anonymize_code=1))  # type: ignore[arg-type]
     (tmp_path / "bad.json").write_text('{"limits": {"call_timeout_s": "slow"}}')
@@ -408,3 +412,23 @@ def test_metrics_jsonl_resume_drops_later_steps(tmp_path: Path) -> None:
     assert "bad" not in rows[0] and "text" not in rows[0]
     assert any((tmp_path / "tb").iterdir())
     assert json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[0])["step"] == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"lr": float("inf")}, r"TrainConfig\.lr = inf .*finite"),
+        ({"kl_coef": float("inf")}, r"TrainConfig\.kl_coef = inf .*finite"),
+        ({"sft_lr": float("inf")}, r"TrainConfig\.sft_lr = inf"),
+        ({"tester_lr": float("inf")}, r"TrainConfig\.tester_lr = inf"),
+        ({"lora_alpha": -3}, r"TrainConfig\.lora_alpha = -3 .*>= 1"),
+        ({"lora_dropout": 1.0}, r"TrainConfig\.lora_dropout = 1\.0"),
+        ({"exp_name": "../../escape"}, r"TrainConfig\.exp_name = '\.\./\.\./escape'"),
+        ({"exp_name": ".."}, r"TrainConfig\.exp_name = '\.\.'"),
+    ],
+)
+def test_values_that_would_ruin_a_run_or_leave_runs_root_are_refused(
+    values: dict[str, object], named: str
+) -> None:
+    with pytest.raises(ValueError, match=named):
+        from_preset("nano", **values)

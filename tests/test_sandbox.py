@@ -594,6 +594,14 @@ def test_workers_float_unless_they_take_every_core_or_are_told_to_pin() -> None:
             assert box.cpus == tuple(cores)
 
 
+def _tampered(**fields: float) -> Limits:
+    """A Limits changed after it was built (``Limits(...)`` itself refuses these values)."""
+    limits = Limits()
+    for name, value in fields.items():
+        object.__setattr__(limits, name, value)
+    return limits
+
+
 @pytest.mark.parametrize(
     ("jobs", "error"),
     [
@@ -602,8 +610,10 @@ def test_workers_float_unless_they_take_every_core_or_are_told_to_pin() -> None:
         ([Job("x", calls=(1,))], TypeError),  # type: ignore[arg-type]
         ([Job(b"x")], TypeError),  # type: ignore[arg-type]
         ([Job("x", calls=("1",), stdin_inputs=("",))], ValueError),
-        ([Job("x", limits=Limits(call_timeout_s=0))], ValueError),
-        ([Job("x", limits=Limits(max_processes=0))], ValueError),
+        ([Job("x", limits=_tampered(call_timeout_s=0))], ValueError),
+        ([Job("x", limits=_tampered(max_processes=0))], ValueError),
+        ([Job("x", limits=_tampered(call_timeout_s=1e300))], ValueError),
+        ([Job("x", limits="fast")], TypeError),  # type: ignore[arg-type]
     ],
 )
 def test_malformed_jobs_are_rejected_before_running(
@@ -666,3 +676,25 @@ def test_a_compact_record_is_parsed() -> None:
         "s": "ok",
         "v": [1, "a"],
     }
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"call_timeout_s": 0}, r"Limits\.call_timeout_s = 0 is invalid: expected a finite"),
+        ({"setup_timeout_s": 1e300}, r"setup_timeout_s = 1e\+300 .*<= 86,400"),
+        ({"cpu_time_s": float("nan")}, r"cpu_time_s = nan"),
+        ({"memory_mb": 10**17}, r"memory_mb = 100000000000000000 .*an integer"),
+        ({"memory_mb": 1.5}, r"memory_mb = 1\.5 is invalid: expected an integer"),
+        ({"max_open_files": 10**9}, r"max_open_files .*1,048,576"),
+        ({"max_output_bytes": -1}, r"max_output_bytes = -1"),
+        ({"max_processes": True}, r"max_processes = True"),
+    ],
+)
+def test_limits_out_of_what_the_sandbox_enforces_are_refused_when_built(
+    fields: dict[str, object], says: str
+) -> None:
+    from codea1_env.sandbox.base import LimitsError
+
+    with pytest.raises(LimitsError, match=says):
+        Limits(**fields)  # type: ignore[arg-type]

@@ -259,13 +259,21 @@ def test_failures_beyond_max_retries_raise_and_the_next_batch_recovers() -> None
 # --------------------------------------------------------------------------- bad input
 
 
+def _tampered(**fields: float) -> Limits:
+    """A Limits changed after it was built (``Limits(...)`` itself refuses these values)."""
+    limits = Limits()
+    for name, value in fields.items():
+        object.__setattr__(limits, name, value)
+    return limits
+
+
 @pytest.mark.parametrize(
     ("jobs", "error"),
     [
         (Job("x"), TypeError),
         (["x"], TypeError),
         ([Job("x", calls=("1",), stdin_inputs=("",))], ValueError),
-        ([Job("x", limits=Limits(call_timeout_s=0))], ValueError),
+        ([Job("x", limits=_tampered(call_timeout_s=0))], ValueError),
     ],
 )
 def test_malformed_jobs_are_rejected_before_running(

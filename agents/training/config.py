@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import re
 import typing
@@ -408,6 +409,11 @@ class TrainConfig:
         ]
         checks += [
             ("steps", self.steps >= 0, ">= 0"),
+            (
+                "exp_name",
+                _PLAIN_NAME.fullmatch(self.exp_name) is not None,
+                "letters, digits, '_', '-' and '.' (not first): it names a directory in runs_root",
+            ),
             ("referee_processes", self.referee_processes >= 1, ">= 1"),
             ("problems_per_step", self.problems_per_step >= 1, ">= 1"),
             ("n_codes", self.n_codes >= 1, ">= 1"),
@@ -427,14 +433,22 @@ class TrainConfig:
             ("max_test_tokens", self.max_test_tokens >= 1, ">= 1"),
             ("alpha", 0 <= self.alpha <= 1, "in [0, 1]"),
             ("k", self.k >= 1, ">= 1"),
-            ("lr", self.lr > 0, "> 0"),
-            ("tester_lr", self.tester_lr is None or self.tester_lr > 0, "> 0 or null"),
+            ("lr", _finite(self.lr) and self.lr > 0, "a finite number > 0"),
+            (
+                "tester_lr",
+                self.tester_lr is None or (_finite(self.tester_lr) and self.tester_lr > 0),
+                "a finite number > 0 or null",
+            ),
             ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
-            ("weight_decay", self.weight_decay >= 0, ">= 0"),
-            ("max_grad_norm", self.max_grad_norm >= 0, ">= 0"),
+            ("weight_decay", _finite(self.weight_decay) and self.weight_decay >= 0, "finite, >= 0"),
+            (
+                "max_grad_norm",
+                _finite(self.max_grad_norm) and self.max_grad_norm >= 0,
+                "finite, >= 0",
+            ),
             ("clip_low", 0 <= self.clip_low < 1, "in [0, 1)"),
-            ("clip_high", self.clip_high >= 0, ">= 0"),
-            ("kl_coef", self.kl_coef >= 0, ">= 0"),
+            ("clip_high", _finite(self.clip_high) and self.clip_high >= 0, "finite, >= 0"),
+            ("kl_coef", _finite(self.kl_coef) and self.kl_coef >= 0, "a finite number >= 0"),
             ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
             ("mini_batches", self.mini_batches >= 1, ">= 1"),
             ("micro_batch_size", self.micro_batch_size >= 1, ">= 1"),
@@ -445,7 +459,7 @@ class TrainConfig:
                 ">= 0 or null",
             ),
             ("sft_batch_size", self.sft_batch_size >= 1, ">= 1"),
-            ("sft_lr", self.sft_lr > 0, "> 0"),
+            ("sft_lr", _finite(self.sft_lr) and self.sft_lr > 0, "a finite number > 0"),
             (
                 "sft_suite_size",
                 self.sft_suite_size is None
@@ -463,6 +477,8 @@ class TrainConfig:
             ("checkpoint_every", self.checkpoint_every >= 1, ">= 1"),
             ("keep_checkpoints", self.keep_checkpoints >= 1, ">= 1"),
             ("lora_r", self.lora_r >= 1, ">= 1"),
+            ("lora_alpha", self.lora_alpha >= 1, ">= 1"),
+            ("lora_dropout", 0 <= self.lora_dropout < 1, "in [0, 1)"),
             ("adam_betas", all(0 <= b < 1 for b in self.adam_betas), "two numbers in [0, 1)"),
             ("num_threads", self.num_threads is None or self.num_threads >= 1, ">= 1 or null"),
             (
@@ -489,16 +505,7 @@ class TrainConfig:
                     "> 0 or null",
                 )
             )
-        limits = self.limits
-        checks += [
-            (f"limits.{name}", getattr(limits, name) > 0, "> 0")
-            for name in ("call_timeout_s", "setup_timeout_s", "cpu_time_s", "memory_mb")
-        ]
-        checks += [
-            (f"limits.{name}", getattr(limits, name) >= 1, ">= 1")
-            for name in ("max_processes", "max_file_size_mb", "max_open_files", "max_value_bytes")
-        ]
-        checks.append(("limits.max_output_bytes", limits.max_output_bytes >= 0, ">= 0"))
+        # the limits' ranges are checked by Limits itself (codea1_env.sandbox.base.LIMIT_RANGES)
         flags = {leaf.dotted: f" (flag {leaf.flag})" for leaf in nested_fields().values()}
         for name, ok, allowed in checks:
             if not ok:
@@ -630,3 +637,11 @@ def from_preset(name: str, **overrides: Any) -> TrainConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}")
     return TrainConfig.from_dict(merge_config_dicts(PRESETS[name], overrides))
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}")
+
+
+def _finite(value: float) -> bool:
+    """A number that is neither infinite nor NaN (an infinite learning rate ruins the weights)."""
+    return math.isfinite(value)

@@ -297,6 +297,12 @@ def build_section(cls: type[_Section], value: Any, path: str) -> _Section:
     try:
         return cls(**values)
     except ValueError as exc:
+        field = getattr(exc, "field", None)  # LimitsError: the field, its value and its range
+        if isinstance(field, str) and (leaf := leaves.get((*path.split("."), field))):
+            raise ValueError(
+                f"TrainConfig.{path}.{field} = {getattr(exc, 'value', None)!r} is invalid: "
+                f"expected {getattr(exc, 'allowed', '')} (flag {leaf.flag})"
+            ) from None
         raise ValueError(f"TrainConfig.{path}: {exc}") from exc
 
 

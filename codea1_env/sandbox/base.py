@@ -10,6 +10,7 @@ Verdicts are decided by the trusted caller, which compares values with
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +22,7 @@ __all__ = [
     "Job",
     "JobResult",
     "Limits",
+    "LimitsError",
     "Sandbox",
     "SandboxUnavailable",
 ]
@@ -79,6 +81,61 @@ class Limits:
     """Bytes of stdout/stderr kept per job (the rest is discarded)."""
     max_value_bytes: int = 1 << 20
     """Largest encoded return value accepted per call."""
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Check every field against :data:`LIMIT_RANGES` (done when a ``Limits`` is built).
+
+        Raises:
+            LimitsError: the first field out of range, its value and what it takes.
+
+        """
+        for name, (low, high, kind) in LIMIT_RANGES.items():
+            value = getattr(self, name)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if kind is int and not isinstance(value, int):
+                number = False
+            if not number or not math.isfinite(value) or not low <= value <= high:
+                what = "an integer" if kind is int else "a finite number"
+                lower = "> 0" if low == _POSITIVE else f">= {low}"
+                raise LimitsError(name, value, f"{what} {lower} and <= {high:,}")
+
+
+_POSITIVE = 1e-9
+_DAY_S = 86_400.0
+
+LIMIT_RANGES: dict[str, tuple[float, float, type]] = {
+    "call_timeout_s": (_POSITIVE, _DAY_S, float),
+    "setup_timeout_s": (_POSITIVE, _DAY_S, float),
+    "cpu_time_s": (_POSITIVE, _DAY_S, float),
+    "memory_mb": (1, 1 << 32, int),  # RLIMIT_AS in bytes stays far inside 64 bits
+    "max_processes": (1, 1 << 22, int),  # the kernel's largest pid_max
+    "max_file_size_mb": (1, 1 << 32, int),
+    "max_open_files": (1, 1 << 20, int),  # the kernel's default nr_open
+    "max_output_bytes": (0, 1 << 31, int),
+    "max_value_bytes": (1, 1 << 31, int),
+}
+"""Each limit's ``(lowest, highest, type)``: what the sandbox can enforce on every backend (a
+timeout of 1e300 s overflows the clock, RLIMIT_AS has 64 bits, RLIMIT_NOFILE stops at nr_open)."""
+
+
+class LimitsError(ValueError):
+    """A :class:`Limits` field out of the range the sandbox can enforce.
+
+    Attributes:
+        field: The field's name (``"call_timeout_s"``).
+        value: The value given.
+        allowed: What the field takes, in words.
+
+    """
+
+    def __init__(self, field: str, value: Any, allowed: str) -> None:
+        self.field = field
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"Limits.{field} = {value!r} is invalid: expected {allowed}")
 
 
 @dataclass(frozen=True)

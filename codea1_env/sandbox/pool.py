@@ -24,6 +24,8 @@ from codea1_env.sandbox.base import (
     IsolationReport,
     Job,
     JobResult,
+    Limits,
+    LimitsError,
     SandboxUnavailable,
 )
 from codea1_env.sandbox.child import WorkerBroken
@@ -52,7 +54,7 @@ def check_jobs(jobs: Sequence[Job]) -> None:
 
     Raises:
         TypeError: ``jobs`` is not a sequence of :class:`Job`, or a field has the wrong type.
-        ValueError: a limit is not positive.
+        ValueError: a limit out of the range the sandbox enforces (see ``Limits.check``).
     """
     if isinstance(jobs, Job) or not isinstance(jobs, Sequence):
         raise TypeError("run() takes a sequence of Job objects")
@@ -67,15 +69,15 @@ def check_jobs(jobs: Sequence[Job]) -> None:
                 raise TypeError(f"jobs[{position}].{name} must be a tuple of str")
         if job.calls and job.stdin_inputs:
             raise ValueError(f"jobs[{position}] has both calls and stdin_inputs")
-        limits = job.limits
-        for name in ("call_timeout_s", "setup_timeout_s", "cpu_time_s", "memory_mb"):
-            if not getattr(limits, name) > 0:
-                raise ValueError(f"jobs[{position}].limits.{name} must be positive")
-        for name in ("max_processes", "max_file_size_mb", "max_open_files", "max_value_bytes"):
-            if int(getattr(limits, name)) < 1:
-                raise ValueError(f"jobs[{position}].limits.{name} must be at least 1")
-        if int(limits.max_output_bytes) < 0:
-            raise ValueError(f"jobs[{position}].limits.max_output_bytes must not be negative")
+        if not isinstance(job.limits, Limits):
+            raise TypeError(f"jobs[{position}].limits must be Limits")
+        try:
+            job.limits.check()  # built checked; this catches one changed since (__setattr__)
+        except LimitsError as exc:
+            raise ValueError(
+                f"jobs[{position}].limits.{exc.field} = {exc.value!r} is invalid: expected "
+                f"{exc.allowed}"
+            ) from None
 
 
 def _broken_result(job: Job, reason: str) -> JobResult:
