@@ -734,3 +734,31 @@ def test_the_bank_is_converted_once_per_process(monkeypatch: pytest.MonkeyPatch)
     assert list(second) == list(first) and len(second) == len(first) > 0
     a, b = next(iter(first)), next(iter(second))
     assert a is not b and a.metadata is not b.metadata
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("canonical_solution", 'def f(x):\n    return "\udc80"\n', "canonical_solution"),
+        ("tests", ['assert f(1) == "\udc80"'], "tests[0]"),
+        ("task_id", "t\ud800", "task_id"),
+    ],
+)
+def test_a_lone_surrogate_in_a_problem_file_is_named_by_line_and_field(
+    tmp_path: Path, field: str, value: object, named: str
+) -> None:
+    # JSON's "\udc80" escape decodes to text no sandbox, tokenizer or SQLite book takes
+    record: dict[str, Any] = {
+        "task_id": "t",
+        "prompt": "def f(x):\n",
+        "entry_point": "f",
+        "canonical_solution": "def f(x):\n    return x\n",
+        "tests": ["assert f(1) == 1"],
+    }
+    good = json.dumps(record)
+    record[field] = value
+    path = tmp_path / "p.jsonl"
+    path.write_text(good.replace('"t"', '"u"') + "\n" + json.dumps(record) + "\n")
+    field_name = named.replace("[", r"\[").replace("]", r"\]")
+    with pytest.raises(ProblemFormatError, match=rf"p\.jsonl:2: field '{field_name}'.*not UTF-8"):
+        load_source(f"jsonl:{path}")

@@ -60,6 +60,8 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
         raise fail("problems", "expected an object mapping problem ids to entry lists")
     rows: list[tuple[str, str, str, int]] = []
     for pid, entries in problems.items():
+        if not _utf8(str(pid)):
+            raise fail(f"problems[{pid!r}]", "the problem id is not UTF-8 text (a lone surrogate)")
         if not isinstance(entries, list):
             raise fail(f"problems[{pid!r}]", "expected a list of entries")
         seen: set[str] = set()

@@ -125,6 +125,7 @@ def problem_from_dict(
 
     if not isinstance(record, Mapping):
         raise fail(None, f"expected a JSON object, got {_json_type(record)}")
+    _check_utf8(record, fail)
     task_id = _required_str(record, "task_id", fail)
     prompt = _required_str(record, "prompt", fail)
     entry_point = _string(record, "entry_point", fail, required=True, allow_empty=True)
@@ -202,6 +203,29 @@ def _string(
     if not allow_empty and not value.strip():
         raise fail(field, "must not be empty")
     return value
+
+
+def _check_utf8(record: Mapping[str, Any], fail: _Fail) -> None:
+    r"""Refuse text that is not UTF-8 (a lone surrogate such as JSON's ``"\udc80"``) by field.
+
+    Programs, tests and ids go to the sandbox, the tokenizer and SQLite, none of which takes it.
+    """
+    stack: list[tuple[str, Any]] = [
+        (name, record[name]) for name in KNOWN_FIELDS if name != "metadata" and name in record
+    ]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise fail(
+                    where, f"holds {value[exc.start : exc.end]!r} at {exc.start}: not UTF-8 text"
+                ) from None
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, Mapping):
+            stack.extend((f"{where}.{key}", item) for key, item in value.items())
 
 
 def _required_str(record: Mapping[str, Any], field: str, fail: _Fail) -> str:
