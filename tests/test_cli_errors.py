@@ -123,6 +123,7 @@ def test_duel_json_into_a_directory_is_refused_before_playing(
         ({"adam_betas": [0.9, 5]}, "TrainConfig.adam_betas"),
         ({"lora_target_modules": "q_proj"}, "expected a list of str"),
         ({"num_threads": -1}, "TrainConfig.num_threads"),
+        ({"num_threads": 100_000}, "TrainConfig.num_threads = 100000 is invalid"),
         ({"device": "cuda:x"}, "TrainConfig.device"),
         ({"device": "tpu"}, "TrainConfig.device = 'tpu' is invalid"),
         ({"device": "meta"}, "TrainConfig.device = 'meta' is invalid"),
@@ -138,6 +139,21 @@ def test_config_files_with_wrong_types_or_values_name_the_field(
     config.write_text(json.dumps(fields))
     err = _fails(["train", "--config", str(config), "--print-config"], capsys)
     assert says in err and err.startswith("codea1 train: error: ")
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"\xff\xfe\x00", "config.json: not UTF-8 text"),
+        (b"[" * 100_000, "config.json: not valid JSON (nested too deeply"),
+    ],
+)
+def test_a_config_file_that_is_not_json_text_names_the_file(
+    content: bytes, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config.json"
+    config.write_bytes(content)
+    assert says in _fails(["train", "--config", str(config), "--print-config"], capsys)
 
 
 def test_a_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

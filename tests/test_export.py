@@ -91,3 +91,23 @@ def test_a_golden_run_has_no_tester_to_export() -> None:
     with pytest.raises(ValueError, match="golden-mode run trains no tester"):
         saved_player_name(from_preset("nano", mode="golden"), "tester")
     assert saved_player_name(from_preset("nano", mode="self-play"), "tester") == "shared"
+
+
+def test_a_run_that_lost_its_config_json_loads_with_the_checkpoints(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    from agents.commands.cli import main
+    from agents.evaluation.policies import EvalSettings, load_policy
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    (copy / "config.json").unlink()  # the checkpoint carries its own copy
+    policy = load_policy(f"checkpoint:{copy}", None, EvalSettings())  # type: ignore[arg-type]
+    assert policy.coder is not None and policy.tester is not None
+    assert main(["export", str(copy), "--out", str(tmp_path / "coder")]) == 0
+    for step in (copy / "checkpoints").glob("step_*"):
+        (step / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no config.json in"):
+        load_policy(f"checkpoint:{copy}", None, EvalSettings())  # type: ignore[arg-type]

@@ -55,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
     if out.is_dir() and any(out.iterdir()):
         raise FileExistsError(f"--out {out}: exists and is not empty")
     try:
-        from agents.training.config import TrainConfig
         from agents.training.saved_players import (
             load_saved_player,
             resolve_checkpoint,
+            run_config,
             saved_player_name,
         )
     except ImportError as exc:
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from codea1_env.atomic import fsync_dir, make_temp_dir
 
     checkpoint, run_dir = resolve_checkpoint(args.run_dir)
-    config = TrainConfig.load(run_dir / "config.json")
+    config = run_config(checkpoint, run_dir)
     player = saved_player_name(config, args.role)
     model, tokenizer = load_saved_player(checkpoint, config, args.role, merge_lora=True)
     out.parent.mkdir(parents=True, exist_ok=True)

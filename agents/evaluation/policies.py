@@ -282,8 +282,11 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         from agents.lm.transformers_lm import TransformersLM
         from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
         from agents.players.prompts import prompt_style
-        from agents.training.config import TrainConfig
-        from agents.training.saved_players import load_saved_player, resolve_checkpoint
+        from agents.training.saved_players import (
+            load_saved_player,
+            resolve_checkpoint,
+            run_config,
+        )
     except ImportError as exc:
         raise ImportError(
             f"policy {spec!r} needs the training stack: pip install 'codea1[train]'"
@@ -292,7 +295,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
         ckpt, run_dir = resolve_checkpoint(path)
     except ValueError as exc:
         raise ValueError(f"policy {spec!r}: {exc}") from None
-    config = TrainConfig.load(run_dir / "config.json")
+    config = run_config(ckpt, run_dir)
     style = prompt_style(config.prompt_style)
 
     def load(role: str) -> Any:

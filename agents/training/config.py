@@ -480,7 +480,11 @@ class TrainConfig:
             ("lora_alpha", self.lora_alpha >= 1, ">= 1"),
             ("lora_dropout", 0 <= self.lora_dropout < 1, "in [0, 1)"),
             ("adam_betas", all(0 <= b < 1 for b in self.adam_betas), "two numbers in [0, 1)"),
-            ("num_threads", self.num_threads is None or self.num_threads >= 1, ">= 1 or null"),
+            (
+                "num_threads",
+                self.num_threads is None or 1 <= self.num_threads <= 1024,
+                "in [1, 1024] or null",
+            ),
             (
                 "sandbox_workers",
                 self.sandbox_workers is None or self.sandbox_workers >= 1,
@@ -595,10 +599,14 @@ class TrainConfig:
                 names the file).
 
         """
+        from codea1_env.problems.jsontext import decode_json
+
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+            data = decode_json(Path(path).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:  # nested past the decoder's depth included
             raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
         if not isinstance(data, dict):
             raise ValueError(f"{path}: expected a JSON object")
         try:

@@ -22,7 +22,7 @@ from agents.training.checkpoint import COMPLETE_MARKER, latest_checkpoint, load_
 from agents.training.config import TrainConfig
 from agents.training.player import apply_lora, load_model_spec
 
-__all__ = ["load_saved_player", "resolve_checkpoint", "saved_player_name"]
+__all__ = ["load_saved_player", "resolve_checkpoint", "run_config", "saved_player_name"]
 
 ROLES = ("coder", "tester")
 
@@ -47,6 +47,23 @@ def resolve_checkpoint(path: str | Path) -> tuple[Path, Path]:
     if found is None:
         raise ValueError(f"no complete checkpoint under {path}/checkpoints")
     return found, path
+
+
+def run_config(checkpoint: Path, run_dir: Path) -> TrainConfig:
+    """The run's config: ``run_dir/config.json``, else the copy the checkpoint carries.
+
+    Raises:
+        FileNotFoundError: neither file exists (both named).
+        ValueError: the file is not a valid config (named).
+
+    """
+    for path in (run_dir / "config.json", checkpoint / "config.json"):
+        if path.is_file():
+            return TrainConfig.load(path)
+    raise FileNotFoundError(
+        f"no config.json in {run_dir} or in its checkpoint {checkpoint}: the run's settings "
+        "(models, LoRA, prompt style) are needed to load its players"
+    )
 
 
 def saved_player_name(config: TrainConfig, role: str) -> str:
