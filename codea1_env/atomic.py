@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -53,8 +54,21 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     The file keeps the mode of the one it replaces (a new one gets ``open()``'s, not the
     temporary file's 0600). On any exception the temporary file is removed and ``path`` is left
     untouched.
+
+    A symbolic link is written through: the file it points to is replaced, the link stays. A
+    path that is not a regular file (``/dev/stdout``, a FIFO, a device) is written to directly,
+    as ``open(path, "w")`` would: there is no file to tear, and renaming over it would destroy it.
+
+    Raises:
+        IsADirectoryError: ``path`` is a directory.
     """
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"{os.fspath(path)}: is a directory")
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        with open(target, "w", encoding="utf-8", newline="\n") as direct:
+            yield direct
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:

@@ -276,3 +276,31 @@ def test_errors_name_the_fields_of_the_files_own_layout(tmp_path: Path) -> None:
     apps["input_output"] = json.dumps({"inputs": ["a\n"], "outputs": ["a\n"]})
     with pytest.raises(ProblemFormatError, match=r"field 'name / id / task_id / problem_id'"):
         read_problems(_write_jsonl(tmp_path / "apps.jsonl", apps), "stdio")
+
+
+def test_atomic_writes_go_through_a_link_and_into_a_fifo(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from codea1_env.atomic import write_text_atomic
+
+    target = tmp_path / "t.json"
+    target.write_text("old")
+    link = tmp_path / "l.json"
+    link.symlink_to(target.name)
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"  # the link stays a link
+    dangling = tmp_path / "d.json"
+    dangling.symlink_to("made.json")
+    write_text_atomic(dangling, "made")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_text() == "made"
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    write_text_atomic(fifo, "through")
+    reader.join(10)
+    assert got == ["through"] and fifo.exists() and not fifo.is_file()  # still the FIFO
+    with pytest.raises(IsADirectoryError):
+        write_text_atomic(tmp_path, "x")
