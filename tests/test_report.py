@@ -273,3 +273,43 @@ def test_report_plays_duels_on_a_procedural_family_run(tmp_path: Path) -> None:
     assert "of 4 duels played with the latest checkpoint on held-out problems" in text
     # the held-out split of the edge family (ids from 1e9 on), as the run evaluated it
     assert "<td><b>proc/0/100000000" in text and "<b>proc/0/0</b>" not in text
+
+
+@pytest.mark.requires("matplotlib")
+def test_a_report_that_fails_midway_leaves_its_directory_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agents.evaluation.report as report
+
+    run = _fake_run(tmp_path / "run")
+    out = tmp_path / "r"
+    first = write_report(run, out, duels=0)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def interrupted(*args: Any, **kwargs: Any) -> str:
+        raise KeyboardInterrupt  # Ctrl-C after the plots, before the page
+
+    monkeypatch.setattr(report, "render_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(run, out, duels=0, smoothing=0.0)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging
+    fresh = tmp_path / "fresh"
+    with pytest.raises(KeyboardInterrupt):
+        write_report(run, fresh, duels=0)
+    assert not fresh.exists() and first.is_file()
+
+
+@pytest.mark.requires("matplotlib")
+@pytest.mark.requires("torch")
+def test_a_damaged_checkpoint_is_said_on_the_page_instead_of_failing_it(tmp_path: Path) -> None:
+    from agents.training.config import from_preset
+
+    run = _fake_run(tmp_path / "run")
+    from_preset("nano").save(run / "config.json")  # built-in models: nothing to download
+    step = run / "checkpoints" / "step_1"
+    step.mkdir(parents=True)
+    (step / "COMPLETE").write_text("")
+    (step / "coder_model.pt").write_bytes(b"damaged")
+    text = write_report(run, tmp_path / "r", duels=2).read_text()
+    assert "none could be played" in text and "coder_model.pt cannot be loaded" in text

@@ -36,6 +36,8 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
+import shutil
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from agents.evaluation.plots import DEFAULT_SMOOTHING, MONITOR_TOTALS, PLOTS, ema, plot_run
+from agents.training.checkpoint import CheckpointError
 from agents.training.metrics import read_metrics
+from codea1_env.atomic import make_temp_dir
 
 __all__ = [
     "DEFAULT_SMOOTHING",
@@ -444,7 +448,6 @@ def write_report(
     """
     data = load_run(run_dir)
     out = Path(out_dir) if out_dir is not None else data.run_dir / "report"
-    plots = plot_run(data.rows, out, smoothing=smoothing, summary=data.summary)
     note = "the run logged no duels (no duels*.jsonl)"
     origin = "logged duels"
     if not data.duels and duels > 0:
@@ -452,11 +455,21 @@ def write_report(
             data.duels = play_example_duels(data.run_dir, 2 * duels)
             shown_duels = duels
             origin = "duels played with the latest checkpoint on held-out problems"
-        except (ImportError, ValueError, FileNotFoundError, KeyError) as exc:
+        except (ImportError, ValueError, OSError, KeyError, CheckpointError) as exc:
             note = f"the run logged no duels (no duels*.jsonl) and none could be played ({exc})"
-    page = out / "report.html"
-    html_text = render_html(
-        data, plots, note, shown_duels=shown_duels, smoothing=smoothing, duels_origin=origin
-    )
-    page.write_text(html_text, encoding="utf-8")
-    return page
+    # every file is made in a directory beside OUT and moved in at the end, the page last: an
+    # interrupted or failed report leaves OUT as it was, never plots without their page
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = make_temp_dir(out.parent, f".{out.name}.")
+    try:
+        plots = plot_run(data.rows, staging, smoothing=smoothing, summary=data.summary)
+        html_text = render_html(
+            data, plots, note, shown_duels=shown_duels, smoothing=smoothing, duels_origin=origin
+        )
+        (staging / "report.html").write_text(html_text, encoding="utf-8")
+        out.mkdir(parents=True, exist_ok=True)
+        for made in sorted(staging.iterdir(), key=lambda path: path.name == "report.html"):
+            os.replace(made, out / made.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out / "report.html"
