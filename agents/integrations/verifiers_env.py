@@ -48,7 +48,13 @@ import threading
 from collections.abc import Iterator
 from typing import Any, Literal
 
-import verifiers.v1 as vf
+try:
+    import verifiers.v1 as vf
+except ImportError as exc:  # not an extra: verifiers pins its own stack (docs/integrations.md)
+    raise ImportError(
+        "the codea1-duel taskset needs verifiers 0.4: pip install verifiers==0.4.0 "
+        "(see docs/integrations.md#verifiers-vf-eval-codea1-duel)"
+    ) from exc
 from pydantic import Field
 from verifiers.v1.clients import ModelContext
 from verifiers.v1.dialects.chat import message_to_wire

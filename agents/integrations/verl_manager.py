@@ -55,7 +55,13 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from verl import DataProto
+try:
+    from verl import DataProto
+except ImportError as exc:  # not an extra: verl needs its own venv (docs/integrations.md)
+    raise ImportError(
+        "the verl reward manager needs verl 0.9: pip install verl==0.9.1 in its own venv "
+        "(see docs/integrations.md#verl)"
+    ) from exc
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER, register
 

@@ -568,10 +568,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from agents.lm.models import load_model, load_tokenizer
 
-    if args.threads:
-        import torch
-
-        torch.set_num_threads(args.threads)
     if (Path(args.model) / "checkpoints").is_dir():
         print(
             f"python -m agents.serve: error: {args.model} is a codea1 run directory; write a "
@@ -580,9 +576,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     try:
+        if args.threads:
+            import torch
+
+            torch.set_num_threads(args.threads)
         model = load_model(args.model, dtype=args.dtype, device=args.device)
         tokenizer = load_tokenizer(args.model)
-    except (OSError, ValueError) as exc:  # a path or name that holds no model: one line
+    except (OSError, ValueError, ImportError) as exc:  # no model there, or no torch: one line
         print(f"python -m agents.serve: error: {exc}", file=sys.stderr)
         return 2
     name = args.served_model_name or args.model
