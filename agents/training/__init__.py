@@ -12,6 +12,7 @@
 * :mod:`.sft`: the supervised warm start (the loop and the run's plan of roles);
 * :mod:`.heldout_eval`: the before/after evaluation on a held-out problem set;
 * :mod:`.checkpoint`: atomic checkpoints and the trainer's state in them;
+* :mod:`.saved_players`: a run's saved players, loaded to evaluate, serve or export them;
 * :mod:`.distributed`: data-parallel training with ``torch.distributed``;
 * :mod:`.metrics`: the run's metrics (JSONL, TensorBoard, wandb);
 * :mod:`.environment`: what a run (or ``codea1 eval``) ran on: Python, packages, the sandbox;
