@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,12 +29,12 @@ def run_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     return path
 
 
-def _logits(model: object, tokenizer: object) -> object:
+def _logits(model: Any, tokenizer: Any) -> Any:
     import torch
 
-    ids = tokenizer("def add(a, b):\n    return", return_tensors="pt").input_ids  # type: ignore[operator]
+    ids = tokenizer("def add(a, b):\n    return", return_tensors="pt").input_ids
     with torch.no_grad():
-        return model(ids).logits  # type: ignore[operator]
+        return model(ids).logits
 
 
 @pytest.mark.parametrize("role", ["coder", "tester"])
@@ -59,10 +60,10 @@ def test_the_exported_directory_is_the_trained_player(
     assert not any("lora" in name for name, _ in exported.named_parameters())
     theirs = _logits(trained, tokenizer)
     ours = _logits(exported, load_tokenizer(out))
-    assert torch.allclose(ours, theirs, atol=1e-4)  # type: ignore[call-overload]
+    assert torch.allclose(ours, theirs, atol=1e-4)
     # the weights moved from the model spec's initial ones: the trained player, not a fresh one
     fresh, _ = load_model_spec(config.coder_model, seed=config.seed, device=torch.device("cpu"))
-    assert not torch.allclose(_logits(fresh, tokenizer), ours, atol=1e-6)  # type: ignore[call-overload]
+    assert not torch.allclose(_logits(fresh, tokenizer), ours, atol=1e-6)
 
 
 def test_an_output_that_is_not_empty_or_a_run_without_checkpoints_is_refused(

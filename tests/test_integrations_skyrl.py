@@ -205,7 +205,7 @@ def test_a_record_is_read_alike_with_and_without_reward_url(
     # no core (reward_url), so both refuse a bad record with the same message.
     extras = {"reward_spec": {"ground_truth": ground_truth}}
     remote = {"reward_url": "http://127.0.0.1:9"}  # never contacted by make()
-    messages = []
+    messages: list[str | None] = []
     for config in ({"opponent": "gt"}, remote):
         try:
             skyrl_gym.make(skyrl.CODER_ENV_ID, env_config=config, extras=extras)

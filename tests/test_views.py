@@ -146,7 +146,7 @@ def test_coder_env_rewards_gt_pass_rate(sandbox):
 def test_coder_env_reports_what_the_adapters_report(sandbox, opponent):
     # One scoring path: the Coder env's info (reasons included: a code of scoring.reasons) is
     # the adapters' (RewardCore, behind TRL, verl, SkyRL and the reward service) for one answer.
-    from agents.integrations.core import CoderRow, RewardCore
+    from agents.integrations.core import CoderRow, PairResult, RewardCore
     from codea1_env.scoring.reasons import REASON_CODES, reason_code
 
     env = gym.make("CodeTestDuel-Coder-v0", sandbox=sandbox, opponent=opponent)
@@ -156,6 +156,7 @@ def test_coder_env_reports_what_the_adapters_report(sandbox, opponent):
             env.reset(options={"problem": PROBLEM})
             _, reward, _, _, info = env.step(answer)
             (theirs,) = core.score([CoderRow(core.problem(PROBLEM), answer)])
+            assert isinstance(theirs, PairResult)
             assert reward == theirs.coder
             assert info["reasons"] == theirs.info["reasons"]
             assert {reason_code(r) for r in info["reasons"].values()} <= REASON_CODES | {""}
