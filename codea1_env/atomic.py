@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-__all__ = ["atomic_writer", "fsync_dir", "make_temp_dir", "write_text_atomic"]
+__all__ = ["atomic_writer", "fsync_dir", "fsync_tree", "make_temp_dir", "write_text_atomic"]
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -25,6 +25,18 @@ def fsync_dir(directory: str | os.PathLike[str]) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_tree(root: str | os.PathLike[str]) -> None:
+    """Flush every file and directory under ``root`` (a directory to be renamed into place)."""
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        fsync_dir(dirpath)
 
 
 def _umask() -> int:

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise ImportError(
             "codea1 export needs the training stack: pip install 'codea1[train]'"
         ) from exc
-    from codea1_env.atomic import fsync_dir, make_temp_dir
+    from codea1_env.atomic import fsync_dir, fsync_tree, make_temp_dir
 
     checkpoint, run_dir = resolve_checkpoint(args.run_dir)
     config = run_config(checkpoint, run_dir)
@@ -86,11 +86,7 @@ def run(args: argparse.Namespace) -> int:
             "model": config.tester_model if player == "tester" else config.coder_model,
         }
         (staging / EXPORT_RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        for child in staging.rglob("*"):
-            if not child.is_file():
-                continue
-            with open(child, "rb") as fh:
-                os.fsync(fh.fileno())
+        fsync_tree(staging)
         if out.is_dir():
             out.rmdir()  # empty (checked above); the rename needs the name free
         os.replace(staging, out)

@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from codea1_env.atomic import fsync_dir, make_temp_dir, write_text_atomic
+from codea1_env.atomic import fsync_dir, fsync_tree, make_temp_dir, write_text_atomic
 
 __all__ = [
     "COMPLETE_MARKER",
     "CheckpointError",
     "TrainerState",
     "capture_rng_state",
+    "check_weights_fit",
     "checkpoint_step",
     "curriculum_state",
     "latest_checkpoint",
@@ -41,9 +42,9 @@ __all__ = [
     "load_checkpoint_file",
     "load_model_weights",
     "load_player_weights",
+    "load_state_into",
     "read_run_checkpoint",
     "read_trainer_state",
-    "load_state_into",
     "restore_rng_state",
     "write_checkpoint",
     "write_run_checkpoint",
@@ -111,11 +112,7 @@ def load_model_weights(model: Any, path: Path, what: str, **kwargs: Any) -> None
             f"checkpoint file {path} does not fit the {what} model: it holds "
             f"{type(weights).__name__}, not a state dict of tensors"
         )
-    missing = [n for n, p in model.named_parameters() if p.requires_grad and n not in weights]
-    if missing:
-        raise CheckpointError(
-            f"checkpoint file {path} does not fit the {what} model: missing {missing[:3]}"
-        )
+    check_weights_fit(model, weights, path, what)
     try:
         model.load_state_dict(weights, strict=False)
     except RuntimeError as exc:  # a tensor of another shape
@@ -123,6 +120,20 @@ def load_model_weights(model: Any, path: Path, what: str, **kwargs: Any) -> None
         raise CheckpointError(
             f"checkpoint file {path} does not fit the {what} model: {detail}"
         ) from exc
+
+
+def check_weights_fit(model: Any, weights: Mapping[str, Any], path: Path, what: str) -> None:
+    """Refuse ``weights`` (read from ``path``) that lack one of ``model``'s trainable parameters.
+
+    Raises:
+        CheckpointError: names the file, the model and the first missing parameters.
+
+    """
+    missing = [n for n, p in model.named_parameters() if p.requires_grad and n not in weights]
+    if missing:
+        raise CheckpointError(
+            f"checkpoint file {path} does not fit the {what} model: missing {missing[:3]}"
+        )
 
 
 def load_state_into(target: Any, path: Path, what: str, **kwargs: Any) -> None:
@@ -145,17 +156,6 @@ def load_state_into(target: Any, path: Path, what: str, **kwargs: Any) -> None:
 
 
 _STEP_DIR = re.compile(r"^step_(\d+)$")
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        fsync_dir(Path(dirpath))
 
 
 def checkpoint_step(path: Path) -> int:
@@ -226,7 +226,7 @@ def write_checkpoint(
     try:
         write(tmp)
         (tmp / COMPLETE_MARKER).write_text(f"{step}\n", encoding="utf-8")
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         final = root / f"step_{step}"
         if final.exists():
             trash = root / f".tmp_step_{step}_old"

@@ -433,22 +433,26 @@ class TrainConfig:
             ("max_test_tokens", self.max_test_tokens >= 1, ">= 1"),
             ("alpha", 0 <= self.alpha <= 1, "in [0, 1]"),
             ("k", self.k >= 1, ">= 1"),
-            ("lr", _finite(self.lr) and self.lr > 0, "a finite number > 0"),
+            ("lr", math.isfinite(self.lr) and self.lr > 0, "a finite number > 0"),
             (
                 "tester_lr",
-                self.tester_lr is None or (_finite(self.tester_lr) and self.tester_lr > 0),
+                self.tester_lr is None or (math.isfinite(self.tester_lr) and self.tester_lr > 0),
                 "a finite number > 0 or null",
             ),
             ("warmup_steps", self.warmup_steps >= 0, ">= 0"),
-            ("weight_decay", _finite(self.weight_decay) and self.weight_decay >= 0, "finite, >= 0"),
+            (
+                "weight_decay",
+                math.isfinite(self.weight_decay) and self.weight_decay >= 0,
+                "finite, >= 0",
+            ),
             (
                 "max_grad_norm",
-                _finite(self.max_grad_norm) and self.max_grad_norm >= 0,
+                math.isfinite(self.max_grad_norm) and self.max_grad_norm >= 0,
                 "finite, >= 0",
             ),
             ("clip_low", 0 <= self.clip_low < 1, "in [0, 1)"),
-            ("clip_high", _finite(self.clip_high) and self.clip_high >= 0, "finite, >= 0"),
-            ("kl_coef", _finite(self.kl_coef) and self.kl_coef >= 0, "a finite number >= 0"),
+            ("clip_high", math.isfinite(self.clip_high) and self.clip_high >= 0, "finite, >= 0"),
+            ("kl_coef", math.isfinite(self.kl_coef) and self.kl_coef >= 0, "a finite number >= 0"),
             ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
             ("mini_batches", self.mini_batches >= 1, ">= 1"),
             ("micro_batch_size", self.micro_batch_size >= 1, ">= 1"),
@@ -459,7 +463,7 @@ class TrainConfig:
                 ">= 0 or null",
             ),
             ("sft_batch_size", self.sft_batch_size >= 1, ">= 1"),
-            ("sft_lr", _finite(self.sft_lr) and self.sft_lr > 0, "a finite number > 0"),
+            ("sft_lr", math.isfinite(self.sft_lr) and self.sft_lr > 0, "a finite number > 0"),
             (
                 "sft_suite_size",
                 self.sft_suite_size is None
@@ -648,8 +652,3 @@ def from_preset(name: str, **overrides: Any) -> TrainConfig:
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,199}")
-
-
-def _finite(value: float) -> bool:
-    """A number that is neither infinite nor NaN (an infinite learning rate ruins the weights)."""
-    return math.isfinite(value)

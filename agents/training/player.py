@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.training.checkpoint import (
-    CheckpointError,
+    check_weights_fit,
     load_checkpoint_file,
     load_model_weights,
     load_state_into,
@@ -419,14 +419,7 @@ class Player:
         optimizer_file = directory / f"{self.name}_optimizer.pt"
         if is_sharded(self.model):  # every rank loads the full state and keeps its shard
             weights = load_checkpoint_file(model_file, map_location=self.device)
-            missing = [
-                n for n, p in self.model.named_parameters() if p.requires_grad and n not in weights
-            ]
-            if missing:
-                raise CheckpointError(
-                    f"checkpoint file {model_file} does not fit the {self.name} model: "
-                    f"missing {missing[:3]}"
-                )
+            check_weights_fit(self.model, weights, model_file, self.name)
             optimizer = load_checkpoint_file(optimizer_file, map_location=self.device)
             load_full_model_state(self.model, weights)
             load_full_optimizer_state(self.model, self.optimizer, optimizer)

@@ -94,22 +94,20 @@ class Limits:
         """
         for name, (low, high, kind) in LIMIT_RANGES.items():
             value = getattr(self, name)
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if kind is int and not isinstance(value, int):
-                number = False
-            if not number or not math.isfinite(value) or not low <= value <= high:
-                what = "an integer" if kind is int else "a finite number"
-                lower = "> 0" if low == _POSITIVE else f">= {low}"
-                raise LimitsError(name, value, f"{what} {lower} and <= {high:,}")
+            typed = isinstance(value, (int, float) if kind is float else int)
+            if isinstance(value, bool) or not typed or not math.isfinite(value):
+                in_range = False
+            else:  # a float limit's lower bound is exclusive (a time of 0 s), an int's inclusive
+                in_range = (low < value if kind is float else low <= value) and value <= high
+            if not in_range:
+                what = "a finite number > " if kind is float else "an integer >= "
+                raise LimitsError(name, value, f"{what}{low} and <= {high:,}")
 
-
-_POSITIVE = 1e-9
-_DAY_S = 86_400.0
 
 LIMIT_RANGES: dict[str, tuple[float, float, type]] = {
-    "call_timeout_s": (_POSITIVE, _DAY_S, float),
-    "setup_timeout_s": (_POSITIVE, _DAY_S, float),
-    "cpu_time_s": (_POSITIVE, _DAY_S, float),
+    "call_timeout_s": (0, 86_400, float),  # a day: a timeout of 1e300 s overflows the clock
+    "setup_timeout_s": (0, 86_400, float),
+    "cpu_time_s": (0, 86_400, float),
     "memory_mb": (1, 1 << 32, int),  # RLIMIT_AS in bytes stays far inside 64 bits
     "max_processes": (1, 1 << 22, int),  # the kernel's largest pid_max
     "max_file_size_mb": (1, 1 << 32, int),
@@ -117,8 +115,8 @@ LIMIT_RANGES: dict[str, tuple[float, float, type]] = {
     "max_output_bytes": (0, 1 << 31, int),
     "max_value_bytes": (1, 1 << 31, int),
 }
-"""Each limit's ``(lowest, highest, type)``: what the sandbox can enforce on every backend (a
-timeout of 1e300 s overflows the clock, RLIMIT_AS has 64 bits, RLIMIT_NOFILE stops at nr_open)."""
+"""Each limit's ``(lowest, highest, type)``: what the sandbox can enforce on every backend. A
+float limit must be above its lowest value, an int limit at least it."""
 
 
 class LimitsError(ValueError):

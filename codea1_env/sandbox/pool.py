@@ -58,6 +58,7 @@ def check_jobs(jobs: Sequence[Job]) -> None:
     """
     if isinstance(jobs, Job) or not isinstance(jobs, Sequence):
         raise TypeError("run() takes a sequence of Job objects")
+    checked: set[int] = set()
     for position, job in enumerate(jobs):
         if not isinstance(job, Job):
             raise TypeError(f"jobs[{position}] is {type(job).__name__}, not Job")
@@ -71,6 +72,9 @@ def check_jobs(jobs: Sequence[Job]) -> None:
             raise ValueError(f"jobs[{position}] has both calls and stdin_inputs")
         if not isinstance(job.limits, Limits):
             raise TypeError(f"jobs[{position}].limits must be Limits")
+        if id(job.limits) in checked:  # a batch's jobs mostly share one Limits
+            continue
+        checked.add(id(job.limits))
         try:
             job.limits.check()  # built checked; this catches one changed since (__setattr__)
         except LimitsError as exc:
