@@ -22,9 +22,11 @@ from codea1_env.stability import StabilityOptions
 __all__ = [
     "after_batch",
     "apply_judgement",
+    "apply_judgements",
     "book_metrics",
     "bound_book",
     "drop_stale",
+    "judgement_outcomes",
     "refresh_jobs",
 ]
 
@@ -32,8 +34,12 @@ RefreshWork = list[tuple[Problem, list[BookEntry]]]
 """The problems whose stored tests a refresh re-runs, with those entries."""
 
 
-def apply_judgement(book: MistakeBook, plan: Plan, judgement: Judgement) -> None:
-    """Rule 8, over this problem's valid codes: -1 per replayed pass, then +1 per kept fail."""
+def judgement_outcomes(plan: Plan, judgement: Judgement) -> tuple[list[tuple[str, Any]], list[str]]:
+    """Rule 8's inputs from one judgement: ``(failed, passed)`` over the problem's valid codes.
+
+    ``failed`` holds ``(call, GT value)`` once per (code, suite, kept test) that failed;
+    ``passed`` a replayed call once per (code, replayed test) that passed.
+    """
     failed: list[tuple[str, Any]] = []
     passed: list[str] = []
     for index, ran in enumerate(judgement.compiled):
@@ -48,8 +54,32 @@ def apply_judgement(book: MistakeBook, plan: Plan, judgement: Judgement) -> None
         for entry, verdict in zip(plan.book, judgement.mistake_book[index]):
             if verdict.passed:
                 passed.append(entry.call)
-    if failed or passed:
-        book.apply(plan.problem.task_id, failed, passed)
+    return failed, passed
+
+
+def apply_judgement(book: MistakeBook, plan: Plan, judgement: Judgement) -> None:
+    """Rule 8, over this problem's valid codes: -1 per replayed pass, then +1 per kept fail."""
+    apply_judgements(book, [(plan, judgement)])
+
+
+def apply_judgements(book: MistakeBook, judged: Sequence[tuple[Plan, Judgement]]) -> None:
+    """Rule 8 once per problem over a step's judgements, in the order problems first appear.
+
+    A problem judged more than once in the step (drawn twice, or one plan per episode of a
+    vector env's group) gets one update over all its judgements' codes: every decrement of the
+    step before any increment, as the authors' one update per problem per step does. Applying
+    the judgements one after the other would differ where a decrement removes an entry that a
+    later judgement's failure then adds back, or a failure adds one that a later pass removes.
+    """
+    merged: dict[str, tuple[list[tuple[str, Any]], list[str]]] = {}
+    for plan, judgement in judged:
+        failed, passed = judgement_outcomes(plan, judgement)
+        all_failed, all_passed = merged.setdefault(plan.problem.task_id, ([], []))
+        all_failed.extend(failed)
+        all_passed.extend(passed)
+    for task_id, (failed, passed) in merged.items():
+        if failed or passed:
+            book.apply(task_id, failed, passed)
 
 
 def bound_book(book: MistakeBook, stability: StabilityOptions) -> int:

@@ -49,7 +49,7 @@ from codea1_env.sandbox.worker import plain
 from codea1_env.scoring import arguments, monitor
 from codea1_env.scoring.book import (
     after_batch,
-    apply_judgement,
+    apply_judgements,
     book_metrics,
     drop_stale,
     refresh_jobs,
@@ -335,10 +335,10 @@ class Referee(Judge):
             )
         per_problem = elapsed / max(len(plans), 1)
         books = update_book and self.reward_config.mode != "golden"
-        for plan, judgement in zip(plans, judgements):
+        for judgement in judgements:
             judgement.metrics["sandbox/seconds"] = per_problem
-            if books:
-                apply_judgement(self.mistake_book, plan, judgement)
+        if books:
+            apply_judgements(self.mistake_book, list(zip(plans, judgements)))
         evicted = refreshed = 0
         if books:
             self._batches += 1
