@@ -89,6 +89,7 @@ def config(seed: int, steps: int, run_dir: Path) -> Any:
         max_test_tokens=96,
         lr=3e-4,
         warmup_steps=2,
+        warmup_from_zero=False,  # the schedule this test's bounds were measured with
         lr_schedule="constant",
         sft_steps=120,
         sft_tester_steps=60,

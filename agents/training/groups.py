@@ -52,11 +52,15 @@ class GroupedSamples:
 def suite_spread(rewards: torch.Tensor) -> torch.Tensor:
     """The standard deviation of each code's suite rewards (``(codes, suites)`` -> ``(codes,)``).
 
-    Zero for every code when there is a single suite per code.
+    The biased (population) standard deviation, as the authors' trainer computes it to pick the
+    tester's code (``torch.std(..., unbiased=False)`` in ``trainer_a1.py``), so the logged
+    ``tester/update_n_std`` is their figure; the unbiased one would be ``sqrt(n / (n - 1))``
+    times larger and pick the same code. Zero for every code when there is a single suite per
+    code.
     """
     if rewards.shape[1] < 2:
         return torch.zeros(rewards.shape[0])
-    return rewards.std(dim=1)
+    return rewards.float().std(dim=1, correction=0)
 
 
 def select_tester_codes(rewards: torch.Tensor, rule: str = "update_n") -> list[int]:
@@ -66,7 +70,9 @@ def select_tester_codes(rewards: torch.Tensor, rule: str = "update_n") -> list[i
         rewards: ``(n_codes, n_suites)`` tester rewards (``rewards[i][j]``: suite ``j``
             written against code ``i``).
         rule: ``"update_n"`` (the paper): only the code whose suite rewards have the largest
-            standard deviation (the first one on ties); ``"all"``: every code.
+            standard deviation (:func:`suite_spread`); on ties the first such code (the lowest
+            index), where the authors' ``torch.topk`` on CPU returns an implementation-defined
+            one of the tied codes (``docs/deviations.md``); ``"all"``: every code.
 
     Returns:
         Code indices, each giving one group of ``n_suites`` suites.

@@ -6,8 +6,10 @@ Code-A1 trains both players with GRPO (Shao et al., 2024) in the verl setting of
   mean, divided by the group's standard deviation (plus ``eps``). A group is the ``G`` samples
   drawn for one prompt (8 codes per question; 8 suites for the chosen code).
 - **PPO-clip policy loss** (:func:`ppo_clip_loss`) with asymmetric clipping ("clip-higher",
-  ``clip_low = 0.20``, ``clip_high = 0.28``), aggregated as a mean over all valid tokens of the
-  batch ("token-mean").
+  ``clip_low = 0.20``, ``clip_high = 0.28``) and dual clipping (``clip_ratio_c = 10``: the loss
+  of a token with a negative advantage is at most ``-A * clip_ratio_c``), aggregated as a mean
+  over all valid tokens of the batch ("token-mean"). Per token it is verl's
+  ``compute_policy_loss``, which the authors' code calls.
 - **Low-variance KL** (:func:`low_var_kl`) to a frozen reference policy, the k3 estimator
   ``exp(ref - new) - (ref - new) - 1``, clamped to ``[-10, 10]`` as verl does, weighted by
   ``kl_coef = 0.001`` in :func:`grpo_loss`. No entropy bonus.
@@ -69,8 +71,12 @@ def group_advantages(
 
     ``A_i = (r_i - mean(r)) / (std(r) + eps)`` with the unbiased standard deviation (as
     ``torch.std`` and verl compute it), or ``r_i - mean(r)`` when ``normalize_std`` is false
-    (Dr. GRPO). A group whose rewards are all equal gets all-zero advantages (no signal), and so
-    does a group of size 1 (nothing to compare with).
+    (Dr. GRPO). A group whose rewards are all equal gets all-zero advantages (no signal).
+
+    A group of size 1 is verl's (``compute_grpo_outcome_advantage``, which the authors' code
+    calls): its mean is taken as 0 and its standard deviation as 1, so its advantage is the
+    reward itself, ``r / (1 + eps)`` (``r`` without ``normalize_std``). The trainer makes such
+    groups with ``n_codes = 1`` (the coder), or ``n_suites = 1`` with ``tester_group = "all"``.
 
     Args:
         rewards: Rewards with the group along ``dim``, e.g. ``(num_groups, G)`` or ``(G,)``.
@@ -91,8 +97,8 @@ def group_advantages(
     if not torch.isfinite(rewards).all():
         raise ValueError("group_advantages: rewards hold NaN or infinite values")
     group_size = rewards.shape[dim]
-    if group_size == 1:
-        return torch.zeros_like(rewards)
+    if group_size == 1:  # verl: mean 0, std 1
+        return rewards / (1.0 + eps) if normalize_std else rewards.clone()
     centred = rewards - rewards.mean(dim=dim, keepdim=True)
     if not normalize_std:
         return centred
@@ -176,12 +182,15 @@ def ppo_clip_loss(
     clip_low: float = 0.20,
     clip_high: float = 0.28,
     aggregation: Aggregation = "token-mean",
+    clip_ratio_c: float = 10.0,
 ) -> tuple[Tensor, dict[str, float]]:
-    """PPO's clipped surrogate loss with asymmetric clipping.
+    """PPO's clipped surrogate loss with asymmetric and dual clipping (verl's).
 
     Per token: ``ratio = exp(logp_new - logp_old)`` (the log-ratio clamped to ``[-20, 20]``) and
-    ``loss = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``, then aggregated
-    over valid tokens by :func:`masked_aggregate`.
+    ``loss = max(-A * ratio, -A * clip(ratio, 1 - clip_low, 1 + clip_high))``; where ``A < 0``
+    the loss is further capped at ``-A * clip_ratio_c`` (dual-clip PPO, Ye et al., 2020: a token
+    whose ratio has grown past ``clip_ratio_c`` against a negative advantage stops pushing, and
+    carries no gradient). Then aggregated over valid tokens by :func:`masked_aggregate`.
 
     Args:
         logp_new: ``(B, T)`` log-probabilities under the policy being trained (with grad).
@@ -191,28 +200,37 @@ def ppo_clip_loss(
         clip_low: Lower clip range: the ratio is clipped below at ``1 - clip_low``.
         clip_high: Upper clip range: the ratio is clipped above at ``1 + clip_high``.
         aggregation: See :data:`Aggregation`.
+        clip_ratio_c: The dual clip: where ``A < 0`` the loss is at most ``-A * clip_ratio_c``
+            (must be > 1, as verl asserts; the authors use 10).
 
     Returns:
         ``(loss, stats)``; ``stats`` holds floats: ``pg_loss``, ``clip_fraction`` (share of valid
         tokens where the clipped term was the active one), ``clip_fraction_low`` /
-        ``clip_fraction_high`` (ratio below / above the clip range), ``ratio_mean``, ``ratio_min``,
-        ``ratio_max`` and ``approx_kl`` (mean of ``logp_old - logp_new``, the k1 estimate of
-        KL(old || new)), all over valid tokens.
+        ``clip_fraction_high`` (ratio below / above the clip range), ``clip_fraction_dual``
+        (share of valid tokens where the dual clip was the active one: ``A < 0`` and the clipped
+        loss above ``-A * clip_ratio_c``; verl's ``pg_clipfrac_lower``), ``ratio_mean``,
+        ``ratio_min``, ``ratio_max`` and ``approx_kl`` (mean of ``logp_old - logp_new``, the k1
+        estimate of KL(old || new)), all over valid tokens.
 
     Raises:
-        ValueError: On mismatched shapes or negative clip ranges.
+        ValueError: On mismatched shapes, negative clip ranges or ``clip_ratio_c <= 1``.
 
     """
     _check_same_shape(logp_new, logp_old, "logp_old")
     _check_same_shape(logp_new, mask, "mask")
     if clip_low < 0 or clip_high < 0:
         raise ValueError(f"clip ranges must be >= 0, got low={clip_low} high={clip_high}")
+    if not clip_ratio_c > 1.0:
+        raise ValueError(f"clip_ratio_c must be > 1, got {clip_ratio_c}")
     adv = _per_token(advantages, logp_new)
     log_ratio = (logp_new - logp_old).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)
     ratio = torch.exp(log_ratio)
     unclipped = -adv * ratio
     clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)
-    per_token = torch.maximum(unclipped, clipped)
+    ppo_clipped = torch.maximum(unclipped, clipped)
+    dual_cap = -adv * clip_ratio_c
+    negative = adv < 0
+    per_token = torch.where(negative, torch.minimum(ppo_clipped, dual_cap), ppo_clipped)
     loss = masked_aggregate(per_token, mask, aggregation)
 
     with torch.no_grad():
@@ -220,9 +238,11 @@ def ppo_clip_loss(
         n_valid = max(int(valid.sum().item()), 1)
         r = ratio.detach()
         active_clip = (clipped > unclipped) & valid
+        active_dual = (ppo_clipped > dual_cap) & negative & valid
         stats = {
             "pg_loss": float(loss.detach().item()),
             "clip_fraction": float(active_clip.sum().item()) / n_valid,
+            "clip_fraction_dual": float(active_dual.sum().item()) / n_valid,
             "clip_fraction_low": float(((r < 1.0 - clip_low) & valid).sum().item()) / n_valid,
             "clip_fraction_high": float(((r > 1.0 + clip_high) & valid).sum().item()) / n_valid,
             "ratio_mean": float(r[valid].mean().item()) if valid.any() else 1.0,
@@ -267,11 +287,13 @@ def grpo_loss(
     clip_low: float = 0.20,
     clip_high: float = 0.28,
     aggregation: Aggregation = "token-mean",
+    clip_ratio_c: float = 10.0,
 ) -> tuple[Tensor, dict[str, float]]:
     """Compute the GRPO objective: PPO-clip loss plus ``kl_coef`` x low-variance KL.
 
     Both terms are aggregated the same way (``aggregation``). With ``logp_ref=None`` or
-    ``kl_coef=0`` the KL term is left out (and reported as 0).
+    ``kl_coef=0`` the KL term is left out (and reported as 0). ``clip_ratio_c`` is the dual clip
+    of :func:`ppo_clip_loss`.
 
     Returns:
         ``(loss, stats)``: the stats of :func:`ppo_clip_loss` plus ``kl`` (the aggregated KL,
@@ -279,7 +301,7 @@ def grpo_loss(
 
     """
     loss, stats = ppo_clip_loss(
-        logp_new, logp_old, advantages, mask, clip_low, clip_high, aggregation
+        logp_new, logp_old, advantages, mask, clip_low, clip_high, aggregation, clip_ratio_c
     )
     kl_value = 0.0
     if logp_ref is not None and kl_coef != 0.0:

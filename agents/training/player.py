@@ -2,9 +2,11 @@
 
 Code-A1 trains two players (the coder and the tester), each a :class:`Player` with its own model
 and optimizer; the Self-Play baseline uses one player for both roles; the Golden baseline only
-the coder. :meth:`Player.update` is the paper's update: PPO-clip with asymmetric clipping and
-token-mean aggregation plus ``kl_coef`` x low-variance KL to the frozen reference, gradient
-accumulation over micro-batches, gradient clipping, one scheduler step per RL step.
+the coder. :meth:`Player.update` is the paper's update: PPO-clip with asymmetric and dual
+clipping and token-mean aggregation plus ``kl_coef`` x low-variance KL to the frozen reference,
+gradient accumulation over micro-batches, gradient clipping, one scheduler step per RL step. As in
+verl (``dp_actor.py``), a mini-batch whose gradient norm is not finite takes no optimizer step (its
+gradients are dropped, counted in ``skipped_updates`` and warned about); the schedule still steps.
 """
 
 from __future__ import annotations
@@ -103,10 +105,33 @@ def load_model_spec(spec: str, *, seed: int, device: torch.device) -> tuple[Any,
     return loaded, load_tokenizer(spec)
 
 
-def lr_lambda(step: int, *, warmup: int, total: int, schedule: str) -> float:
-    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then the schedule."""
+def lr_lambda(
+    step: int, *, warmup: int, total: int, schedule: str, from_zero: bool = False
+) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then the schedule.
+
+    The warm-up is ``step / warmup`` with ``from_zero`` (verl's
+    ``get_cosine_schedule_with_warmup`` and ``get_constant_schedule_with_warmup``, which the
+    authors' runs use: the first step at lr 0, the full lr at step ``warmup``), else
+    ``(step + 1) / warmup`` (the full lr at step ``warmup - 1``; the supervised warm start's).
+    After it, ``cosine`` is ``0.5 * (1 + cos(pi * progress))`` with ``progress = (step - warmup)
+    / (total - warmup)`` (verl's with ``min_lr_ratio = 0`` and ``num_cycles = 0.5``, the
+    authors' settings), ``linear`` is ``1 - progress`` and ``constant`` is 1. Past ``total``
+    ``progress`` stays at 1 (verl's cosine would rise again there; a run never steps past
+    ``total``), and with ``total <= warmup`` the multiplier after the warm-up is 1.
+
+    Args:
+        step: The scheduler's step (0 for the first update).
+        warmup: Warm-up steps (0: none).
+        total: The schedule's length (the run's steps).
+        schedule: ``"cosine"``, ``"linear"`` or ``"constant"``.
+        from_zero: Start the warm-up at 0 (verl) instead of at ``1 / warmup``.
+
+    Returns:
+        The multiplier of the base learning rate.
+    """
     if warmup > 0 and step < warmup:
-        return (step + 1) / warmup
+        return (step if from_zero else step + 1) / warmup
     if schedule == "constant" or total <= warmup:
         return 1.0
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
@@ -269,18 +294,24 @@ class Player:
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One GRPO update on ``samples`` (all roles this player plays), then a scheduler step.
 
-        Samples with no completion token are skipped. Returns averaged loss statistics
-        (``pg_loss``, ``kl``, ``clip_fraction``, ``grad_norm``, ``lr``, ``tokens``).
+        Samples with no completion token are skipped. A mini-batch whose gradient norm is NaN or
+        infinite takes no optimizer step: its gradients are dropped, a :class:`RuntimeWarning`
+        says so and ``skipped_updates`` counts it (verl's ``dp_actor``); the scheduler steps
+        either way, as verl's does.
+
+        Returns:
+            Loss statistics averaged over the mini-batches (``pg_loss``, ``kl``,
+            ``clip_fraction``, ``clip_fraction_dual``, ``ratio_mean``, ``approx_kl``,
+            ``grad_norm``, not finite when one mini-batch's was), the number of skipped
+            optimizer steps (``skipped_updates``), ``lr`` and ``tokens``.
         """
         cfg = self.config
         samples = [s for s in samples if s.n_tokens > 0]
         stats: dict[str, float] = {"lr": float(self.scheduler.get_last_lr()[0])}
         if not self.dist.sum([len(samples)])[0]:
             # Nothing to learn from (e.g. every group collapsed): keep the schedule in step with
-            # the run's steps without an optimizer step; torch warns about that order, harmlessly.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
-                self.scheduler.step()
+            # the run's steps without an optimizer step.
+            self._step_schedule()
             return stats
         use_ref = cfg.kl_coef > 0 and (cfg.use_lora or self.reference is not None)
         self.model.eval()
@@ -290,7 +321,7 @@ class Player:
             self._fill_logprobs(samples, reference=False)
         self.model.train()
         sums: dict[str, float] = {}
-        counts = 0
+        counts = skipped = 0
         sharded = is_sharded(self.model)
         scale = self.dist.world_size if sharded else 1
         for _epoch in range(cfg.ppo_epochs):
@@ -324,6 +355,7 @@ class Player:
                         clip_low=cfg.clip_low,
                         clip_high=cfg.clip_high,
                         aggregation=cfg.loss_aggregation,
+                        clip_ratio_c=cfg.clip_ratio_c,
                     )
                     if cfg.loss_aggregation == "token-mean":
                         weight = sum(s.n_tokens for s in chunk) / total_tokens
@@ -345,15 +377,37 @@ class Player:
                 full_norm = getattr(norm, "full_tensor", None)  # a DTensor under FSDP
                 if callable(full_norm):
                     norm = full_norm()
-                sums["grad_norm"] = sums.get("grad_norm", 0.0) + float(norm)
-                self.optimizer.step()
+                grad_norm = float(norm)
+                sums["grad_norm"] = sums.get("grad_norm", 0.0) + grad_norm
+                if math.isfinite(grad_norm):
+                    self.optimizer.step()
+                else:  # verl: skip the step, drop the gradients (the same norm on every rank)
+                    self.optimizer.zero_grad(set_to_none=True)
+                    skipped += 1
+                    warnings.warn(
+                        f"{self.name}: the gradient norm of update "
+                        f"{self.scheduler.last_epoch + 1} is {grad_norm}: optimizer step skipped",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
                 counts += 1
         self.optimizer.zero_grad(set_to_none=True)
-        self.scheduler.step()
+        self._step_schedule()
         self.model.eval()
         stats.update({k: v / max(1, counts) for k, v in sums.items()})
+        stats["skipped_updates"] = float(skipped)
         stats["tokens"] = self.dist.sum([sum(s.n_tokens for s in samples)])[0]
         return stats
+
+    def _step_schedule(self) -> None:
+        """One scheduler step, also after an update that took no optimizer step.
+
+        Torch warns when the scheduler steps before the optimizer ever has (no samples, or a
+        non-finite gradient norm on the first update): harmless here, so silenced.
+        """
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step")
+            self.scheduler.step()
 
     def _mini_batches(self, samples: Sequence[Sample]) -> list[list[Sample]]:
         """This rank's parts of the mini-batches.
@@ -446,7 +500,7 @@ class Player:
             )
 
 
-_LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "ratio_mean", "approx_kl")
+_LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "clip_fraction_dual", "ratio_mean", "approx_kl")
 
 
 def _split(samples: Sequence[Sample], parts: int) -> list[list[Sample]]:
@@ -474,9 +528,10 @@ def _make_scheduler(
     optimizer: torch.optim.Optimizer, cfg: TrainConfig
 ) -> torch.optim.lr_scheduler.LambdaLR:
     warmup, total, schedule = cfg.warmup_steps, cfg.steps, cfg.lr_schedule
+    from_zero = cfg.warmup_from_zero
 
     def factor(step: int) -> float:
-        return lr_lambda(step, warmup=warmup, total=total, schedule=schedule)
+        return lr_lambda(step, warmup=warmup, total=total, schedule=schedule, from_zero=from_zero)
 
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
