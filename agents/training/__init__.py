@@ -2,6 +2,7 @@
 
 * :mod:`.trainer`: :class:`~.trainer.Trainer`, one run's lifecycle and its step;
 * :mod:`.run_setup`: what a run is made of before its first step (seeds, run dir, players, referee);
+* :mod:`.problem_order`: which problems each step plays (shuffled epochs, as verl's loader);
 * :mod:`.play`: the step's duels, the coder's and tester's moves played as the env plays them;
 * :mod:`.groups`: the step's GRPO groups (group selection, collapsed groups, advantages);
 * :mod:`.player`: one trained player (model, optimizer, schedule, reference) and its update;

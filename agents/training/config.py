@@ -2,8 +2,9 @@
 
 :class:`TrainConfig` follows CleanRL's ``Args`` and TRL's ``GRPOConfig``: a docstring under every
 field. The defaults are the Code-A1 authors' GPU hyperparameters (GRPO, asymmetric PPO-clip
-0.20/0.28 with token-mean, low-variance KL 0.001, lr 1e-6 cosine with 10 warm-up steps, weight
-decay 0.1, grad clip 1.0, 8 codes per question and 8 test suites per code, rollouts at T=1.0).
+0.20/0.28 with dual clip 10 and token-mean, low-variance KL 0.001, lr 1e-6 cosine with 10
+warm-up steps, weight decay 0.1, grad clip 1.0, 8 codes per question and 8 test suites per code,
+rollouts at T=1.0).
 :func:`from_preset` gives the CPU preset ``"tiny"`` that a new user runs first, the test preset
 ``"nano"``, and the GPU presets ``"1.5b"``, ``"3b"`` and ``"7b"`` (Qwen2.5-Coder-*-Instruct).
 
@@ -191,6 +192,14 @@ class TrainConfig:
     """Number of held-out problems evaluated (the first ``eval_size`` ids, fixed)."""
     problems_per_step: int = 8
     """Problems sampled per RL step."""
+    problem_order: Literal["epochs", "uniform"] = "epochs"
+    """How each step's problems are drawn from ``problems`` (after ``stability.hard_only``):
+    ``epochs`` as verl's loader, which the authors train with: a fresh shuffle of the source each
+    epoch cut into steps, the last incomplete step dropped, so no problem comes twice in a step
+    (:mod:`agents.training.problem_order`; it is a function of ``seed`` and the step, so a
+    resume continues it); ``uniform`` draws each problem independently, with replacement. A
+    ``stability.curriculum``, and a source object of your own passed to the trainer, always draw
+    through their ``sample``."""
 
     # --- rollouts ------------------------------------------------------------------------------
     n_codes: int = 8
@@ -245,6 +254,12 @@ class TrainConfig:
     paper uses cosine)."""
     warmup_steps: int = 10
     """Linear warm-up steps (the paper uses 10)."""
+    warmup_from_zero: bool = True
+    """Warm up as verl does, which the authors' runs use: the lr of RL step ``s`` (from 0) is
+    ``s / warmup_steps`` of ``lr``, so the first update runs at lr 0 and the full lr comes at
+    step ``warmup_steps``. ``False``: ``(s + 1) / warmup_steps``, the first update at
+    ``lr / warmup_steps`` and the full lr one step earlier (the ``tiny`` preset's published
+    runs)."""
     weight_decay: float = 0.1
     """AdamW weight decay (the paper uses 0.1)."""
     adam_betas: tuple[float, float] = (0.9, 0.999)
@@ -256,6 +271,10 @@ class TrainConfig:
     clip_high: float = 0.28
     """PPO-clip upper epsilon: ratio clipped at ``1 + clip_high`` (asymmetric, "clip-higher";
     the paper uses 0.28)."""
+    clip_ratio_c: float = 10.0
+    """Dual-clip PPO bound (verl's ``clip_ratio_c``; the authors use 10.0): where a token's
+    advantage is negative, its clipped loss is capped at ``-A * clip_ratio_c``, so a ratio grown
+    past ``clip_ratio_c`` stops pushing. Must be > 1."""
     loss_aggregation: Literal["token-mean", "seq-mean-token-mean", "seq-mean-token-sum"] = (
         "token-mean"
     )
@@ -452,6 +471,11 @@ class TrainConfig:
             ),
             ("clip_low", 0 <= self.clip_low < 1, "in [0, 1)"),
             ("clip_high", math.isfinite(self.clip_high) and self.clip_high >= 0, "finite, >= 0"),
+            (
+                "clip_ratio_c",
+                math.isfinite(self.clip_ratio_c) and self.clip_ratio_c > 1,
+                "a finite number > 1",
+            ),
             ("kl_coef", math.isfinite(self.kl_coef) and self.kl_coef >= 0, "a finite number >= 0"),
             ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
             ("mini_batches", self.mini_batches >= 1, ">= 1"),

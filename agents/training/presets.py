@@ -54,6 +54,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "eval_problems": "procedural:0:test:edge",
         "eval_size": 192,
         "problems_per_step": 4,
+        # drawn one by one, as the published runs of this preset were (its 600 draws from the
+        # family's 10,000 problems repeat about 18 of them; epochs, the default, would repeat none)
+        "problem_order": "uniform",
         "n_codes": 4,
         "n_suites": 8,
         "max_code_tokens": 40,
@@ -65,6 +68,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "lr": 5e-5,
         "tester_lr": 5e-4,
         "warmup_steps": 3,
+        "warmup_from_zero": False,  # the warm-up its published runs used (verl's starts at lr 0)
         "weight_decay": 0.0,
         "kl_coef": 0.001,
         "micro_batch_size": 16,

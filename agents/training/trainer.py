@@ -4,9 +4,11 @@ Read :meth:`Trainer.train` top to bottom (CleanRL style): set up (seeding, playe
 logging, resume), supervised warm start, evaluation before RL, the RL loop, evaluation after RL,
 the summary. One RL step (:meth:`Trainer.step`):
 
-1. **Problems**: ``problems_per_step`` problems from the training source (a seeded sampler whose
-   state is checkpointed), drawn through the env's :class:`~codea1_env.game.host.ProblemPicker`
-   (the ``hard_only`` filter and the curriculum, fed with every code's GT pass rate).
+1. **Problems**: ``problems_per_step`` problems from the training source (after the env's
+   ``hard_only`` filter): in shuffled epochs, as verl's loader draws them
+   (:mod:`agents.training.problem_order`, ``problem_order="epochs"``), or one by one through
+   the env's :class:`~codea1_env.game.host.ProblemPicker` with a seeded, checkpointed sampler
+   (``"uniform"``, and always with the curriculum, fed with every code's GT pass rate).
 2. **Coder rollouts**: ``n_codes`` codes per problem at ``temperature``, each one
    :class:`~codea1_env.game.duel.Duel` played as the env plays it (move checks, code extraction,
    ``anonymize_code``); every observation is :func:`codea1_env.game.spaces.observe`'s.
@@ -86,6 +88,7 @@ from agents.training.metrics import (
 )
 from agents.training.play import play_codes, play_suites
 from agents.training.player import Player, enable_tf32, resolve_device
+from agents.training.problem_order import BUILT_IN_SOURCES, EpochOrder
 from agents.training.roles import RolePolicies
 from agents.training.rollout import Sample
 from agents.training.run_setup import (
@@ -282,6 +285,11 @@ class Trainer:
         # the env's game layer: problem picking (hard_only, curriculum), moves, anonymization
         self.host = game_host(config, source, self.referee)
         self.train_source = self.host.picker.source
+        self.order = (
+            EpochOrder(self.train_source.ids(), config.problems_per_step, config.seed)
+            if config.problem_order == "epochs" and isinstance(self.train_source, BUILT_IN_SOURCES)
+            else None
+        )
 
         # --- resume ----------------------------------------------------------------------------
         self.resumed_from: int | None = None
@@ -513,10 +521,14 @@ class Trainer:
         step = self.step_count + 1
         started = time.perf_counter()
 
-        # 1. problems, drawn through the env's picker (hard_only filter, curriculum)
-        all_problems = [
-            self.host.picker.pick(self.sampler, None) for _ in range(cfg.problems_per_step)
-        ]
+        # 1. problems: shuffled epochs over the source (verl's order), or drawn one by one through
+        # the env's picker (uniform, or the curriculum's choice); after the hard_only filter
+        if self.order is not None:
+            all_problems = [self.train_source[t] for t in self.order.ids_for_step(step)]
+        else:
+            all_problems = [
+                self.host.picker.pick(self.sampler, None) for _ in range(cfg.problems_per_step)
+            ]
         problems = self.dist.shard(all_problems)  # this rank's slice (all of them on one process)
 
         # 2-3. rollouts: n_codes per problem, then n_suites per code, played as the env plays them
@@ -566,7 +578,9 @@ class Trainer:
             skip_collapsed=cfg.skip_collapsed_groups,
         )
 
-        # 6. updates
+        # 6. updates (charts/lr is the coder's rate this update uses, read before the scheduler
+        # steps)
+        lr = float(self.coder.scheduler.get_last_lr()[0])
         update_started = time.perf_counter()
         losses = self._update(coder.samples, tester.samples)
         update_seconds = time.perf_counter() - update_started
@@ -579,7 +593,9 @@ class Trainer:
         row.update(losses)
         row.update(timing_metrics(step_seconds, gen_seconds, gen_tokens, judge_seconds))
         row["charts/update_seconds"] = update_seconds
-        row["charts/lr"] = float(self.coder.scheduler.get_last_lr()[0])
+        row["charts/lr"] = lr
+        if self.order is not None:
+            row["charts/epoch"] = float(self.order.epoch_of(step))
         row["charts/problems"] = float(len(all_problems))
         if chosen_std:
             row["tester/update_n_std"] = statistics.fmean(chosen_std)
