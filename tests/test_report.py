@@ -92,6 +92,25 @@ def test_report_page_is_self_contained_and_flags_the_monitor(tmp_path: Path) -> 
 
 
 @pytest.mark.requires("matplotlib")
+def test_report_says_what_the_monitor_totals_and_summary_rows_are(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path / "run")
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()[:-1]]
+    for row in rows:
+        row["losses/coder_approx_kl"] = 0.01
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"before": {"coder/all_gt_pass": 0.25}, "after": {"coder/all_gt_pass": 0.5}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = write_report(run, duels=0).read_text()
+    assert "summed over the 6 logged steps and all their problems" in text
+    assert "monitor/early_exit: 2 in total over the logged steps" in text
+    assert (
+        "<td>coder/all_gt_pass</td><td>coder avg@k: share of samples passing all GT tests" in text
+    )
+    assert (run / "report" / "ppo_kl.png").is_file()  # the PPO estimate, apart from kl.png
+    assert text.count("data:image/png;base64,") == 7
+
+
+@pytest.mark.requires("matplotlib")
 def test_report_without_duels_or_flags_says_so(tmp_path: Path) -> None:
     run = _fake_run(tmp_path / "run", flagged_step=None)
     text = write_report(run, tmp_path / "elsewhere", duels=0).read_text()

@@ -17,7 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DEFAULT_SMOOTHING", "MONITOR_TOTALS", "PLOTS", "ema", "plot_run"]
+__all__ = [
+    "DEFAULT_SMOOTHING",
+    "LINE_STYLES",
+    "MONITOR_TOTALS",
+    "PLOTS",
+    "ema",
+    "plot_keys",
+    "plot_run",
+    "series_style",
+]
 
 DEFAULT_SMOOTHING = 0.6
 """TensorBoard's default smoothing weight."""
@@ -42,26 +51,70 @@ PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "rate",
     ),
     ("mistake_book", "Mistake-book size", ("mistake_book/size",), "entries"),
-    ("kl", "KL to the reference", ("losses/*kl*",), "KL"),
-    ("monitor", "Reward-hacking monitor (counts per step)", ("monitor/*", "quality/*"), "count"),
+    ("kl", "KL to the reference", ("losses/*_kl", "!losses/*_approx_kl"), "KL"),
+    (
+        "ppo_kl",
+        "Policy change per update (PPO approx. KL, old to new)",
+        ("losses/*_approx_kl",),
+        "KL (k1 estimate)",
+    ),
+    (
+        "monitor",
+        "Reward-hacking monitor (counts per step, over all its problems)",
+        ("monitor/*", "quality/*"),
+        "count",
+    ),
 )
-"""``(file stem, title, metric keys (``*`` globs), y label)`` of each plot."""
+"""``(file stem, title, metric keys, y label)`` of each plot.
+
+A key is a name or an ``fnmatch`` glob (``*``); a pattern starting with ``!`` leaves the keys it
+matches out of the plot (``kl`` holds the KL to the frozen reference, ``losses/{player}_kl``, and
+not the PPO estimate ``losses/{player}_approx_kl`` of how far one update moved the policy, which
+``ppo_kl`` plots). See :func:`plot_keys`."""
 
 MONITOR_TOTALS = {"monitor/programs", "monitor/tests", "monitor/flagged"}
 """Monitor keys that are totals (what the counts are out of): neither plotted nor flagged."""
 
 
-def _keys(rows: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[str]:
+LINE_STYLES: tuple[str, ...] = ("-", "--", ":", "-.")
+"""The smoothed curves' line styles, one per round of the 10 colours (``C0`` ... ``C9``)."""
+
+
+def series_style(index: int) -> tuple[str, str | tuple[float, tuple[float, ...]]]:
+    """The ``(colour, line style)`` of a plot's ``index``-th curve (0-based).
+
+    The colours cycle through matplotlib's ten ``C0``...``C9``; each round of ten takes the next
+    line style of :data:`LINE_STYLES`, then, past them, a dash pattern of its own
+    (``(0, (n, 1, 1, 1))``, ``n`` the round), so no two curves of a plot share both.
+    """
+    if index < 0:
+        raise ValueError(f"series index must be >= 0, got {index}")
+    rounds, colour = divmod(index, 10)
+    style: str | tuple[float, tuple[float, ...]] = (
+        LINE_STYLES[rounds] if rounds < len(LINE_STYLES) else (0.0, (float(rounds), 1.0, 1.0, 1.0))
+    )
+    return f"C{colour}", style
+
+
+def plot_keys(rows: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[str]:
+    """The keys of ``rows`` a plot with ``patterns`` draws, in pattern order (see :data:`PLOTS`).
+
+    A glob's matches come sorted; a ``!`` pattern removes its matches; the
+    :data:`MONITOR_TOTALS` are never drawn.
+    """
     from fnmatch import fnmatchcase
 
     present: list[str] = []
     for row in rows:
         present += [k for k in row if k != "step" and k not in present]
+    excluded = [p[1:] for p in patterns if p.startswith("!")]
     keys: list[str] = []
     for pattern in patterns:
+        if pattern.startswith("!"):
+            continue
         for key in sorted(present) if "*" in pattern else [pattern]:
             if key in present and fnmatchcase(key, pattern) and key not in keys:
-                if key not in MONITOR_TOTALS:
+                if key not in MONITOR_TOTALS and not any(fnmatchcase(key, x) for x in excluded):
                     keys.append(key)
     return keys
 
@@ -147,7 +200,7 @@ def plot_run(
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     for stem, title, patterns, ylabel in PLOTS:
-        keys = _keys(rows, patterns)
+        keys = plot_keys(rows, patterns)
         if not keys:
             continue
         fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
@@ -156,9 +209,9 @@ def plot_run(
             xs, ys = _series(rows, key)
             if not xs:
                 continue
-            color = f"C{index % 10}"
+            color, style = series_style(index)
             ax.plot(xs, ys, color=color, alpha=0.25, linewidth=1.0)
-            ax.plot(xs, ema(ys, smoothing), color=color, linewidth=1.8, label=key)
+            ax.plot(xs, ema(ys, smoothing), color=color, linestyle=style, linewidth=1.8, label=key)
             for when, x, marker, face in (
                 ("before", xs[0], "o", "white"),
                 ("after", xs[-1], "*", color),

@@ -10,11 +10,14 @@ evaluation marked) and the page:
 * ``pass_rate.png``: the coder's GT pass rate (and the share of codes passing every GT test);
 * ``tester_rates.png``: the tester's validity (``R_val``) and adversarial (``R_adv``) rates;
 * ``mistake_book.png``: mistake-book size;
-* ``kl.png``: KL to the frozen reference (every ``losses/*kl*`` key);
-* ``monitor.png``: reward-hacking monitor counts per step (``monitor/*``), when logged;
+* ``kl.png``: KL to the frozen reference (``losses/{player}_kl``);
+* ``ppo_kl.png``: how far each update moved the policy (``losses/{player}_approx_kl``, the PPO
+  k1 estimate of the KL from the rollout policy to the updated one);
+* ``monitor.png``: reward-hacking monitor counts per step (``monitor/*``, ``quality/*``; each a
+  step's count over all its problems), when logged;
 * ``report.html``: all of the above embedded as base64 (the page needs no other file), the
-  before/after evaluation, the monitor's flags, and a table of example duels (problem, code,
-  tests, verdicts).
+  before/after evaluation (each key with its label from the held-out summary table), the
+  monitor's flags, and a table of example duels (problem, code, tests, verdicts).
 
 Example duels come from the run's duel logs, ``RUN_DIR/duels*.jsonl`` (one JSON object per line
 with ``task_id``, ``prompt``, ``code``, ``tests``, ``verdicts`` (list of ``{"test", "valid",
@@ -46,6 +49,7 @@ from typing import Any
 
 from agents.evaluation.plots import DEFAULT_SMOOTHING, MONITOR_TOTALS, PLOTS, ema, plot_run
 from agents.training.checkpoint import CheckpointError
+from agents.training.heldout_eval import CROSS_ROWS, SUMMARY_ROWS
 from agents.training.metrics import read_metrics
 from codea1_env.atomic import make_temp_dir
 
@@ -269,7 +273,12 @@ def _fmt(value: Any) -> str:
 
 
 def monitor_flags(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Total of each ``monitor/*`` and ``quality/*`` flag over the steps (flags seen only)."""
+    """Total of each ``monitor/*`` and ``quality/*`` flag over the logged steps (flags seen only).
+
+    Each row holds a step's count over all its problems (``step_metrics`` sums the counts), so
+    the total is what the run's logged steps flagged. Runs logged before the counts were summed
+    hold per-problem means there, and their totals are that much smaller.
+    """
     totals: dict[str, float] = {}
     for row in rows:
         for key, value in row.items():
@@ -285,11 +294,13 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     keys = sorted(set(before) | set(after))
     if not keys:
         return "<p>No before/after evaluation in summary.json.</p>"
-    lines = ["<table><tr><th>metric</th><th>before RL</th><th>after RL</th></tr>"]
+    labels = {key: label for key, label in SUMMARY_ROWS}
+    labels.update((key, label) for key, _, label in CROSS_ROWS)
+    lines = ["<table><tr><th>metric</th><th>meaning</th><th>before RL</th><th>after RL</th></tr>"]
     for key in keys:
         lines.append(
-            f"<tr><td>{html.escape(key)}</td><td>{_fmt(before.get(key, '-'))}</td>"
-            f"<td>{_fmt(after.get(key, '-'))}</td></tr>"
+            f"<tr><td>{html.escape(key)}</td><td>{html.escape(labels.get(key, ''))}</td>"
+            f"<td>{_fmt(before.get(key, '-'))}</td><td>{_fmt(after.get(key, '-'))}</td></tr>"
         )
     lines.append("</table>")
     return "\n".join(lines)
@@ -389,9 +400,11 @@ def render_html(
     flags = monitor_flags(rows)
     if flags:
         monitor = (
-            "<p class='flag'>Reward-hacking monitor flagged behaviour:</p><ul>"
+            "<p class='flag'>Reward-hacking monitor flagged behaviour (programs or tests "
+            f"flagged, summed over the {len(rows)} logged steps and all their problems):</p><ul>"
             + "".join(
-                f"<li class='flag'>{html.escape(k)}: {v:g} in total</li>" for k, v in flags.items()
+                f"<li class='flag'>{html.escape(k)}: {v:g} in total over the logged steps</li>"
+                for k, v in flags.items()
             )
             + "</ul>"
         )

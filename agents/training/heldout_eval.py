@@ -1,14 +1,18 @@
 """The before/after evaluation on a fixed held-out problem set, and its summary table.
 
 The coder answers every held-out problem (``eval_samples`` times, at the evaluation temperature
-with a fixed seed); its score is the pass rate on the problems' GT tests. The tester then writes
-one suite against each of the coder's codes; its scores are the referee's validity reward
-(``R_val``), adversarial reward (``R_adv``) and total reward. After RL the tester is also scored
-on the warm-started coder's codes (the ones the evaluation before RL played, ``codes=``): against
-a fixed opponent, its change is the tester's own progress, apart from the coder's. The players
-see what the env shows them: each code is a :class:`~codea1_env.game.duel.Duel` (the coder's
-move played with :meth:`~codea1_env.game.duel.Duel.play_code`, anonymized with
-``anonymize_code``), observed with :func:`codea1_env.game.spaces.observe`. Everything is scored
+with a fixed seed); its scores are the mean share of the problems' GT tests its codes pass
+(``coder/gt_pass_rate``) and Code-A1's avg@k with ``k = eval_samples`` (``coder/all_gt_pass``:
+per problem, the share of its samples that pass every GT test, averaged over the problems by
+:func:`codea1_env.evaluation.metrics.avg_at_k`; ``--eval-samples 32`` at temperature 0.7, top-p
+0.95 gives the paper's avg@32). The tester then writes one suite against each of the coder's
+codes; its scores are the referee's validity reward (``R_val``), adversarial reward (``R_adv``),
+total reward and the share of suites that fail the code. After RL the tester is also scored on
+the warm-started coder's codes (the ones the evaluation before RL played, ``codes=``): against a
+fixed opponent, its change is the tester's own progress, apart from the coder's. The players see
+what the env shows them: each code is a :class:`~codea1_env.game.duel.Duel` (the coder's move
+played with :meth:`~codea1_env.game.duel.Duel.play_code`, anonymized with ``anonymize_code``),
+observed with :func:`codea1_env.game.spaces.observe`. Everything is scored
 with :func:`codea1_env.game.duel.judge_grid` (one batched referee call) with
 ``update_book=False`` so evaluation never changes the mistake book.
 """
@@ -19,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from codea1_env.envs.duel_env import duel_info
+from codea1_env.evaluation.metrics import avg_at_k
 from codea1_env.game.duel import Duel, judge_grid
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
@@ -27,13 +32,17 @@ from codea1_env.scoring.metrics import pooled_metrics
 __all__ = ["CROSS_ROWS", "SUMMARY_ROWS", "coder_codes", "cross_rows", "evaluate", "format_summary"]
 
 SUMMARY_ROWS: tuple[tuple[str, str], ...] = (
-    ("coder/gt_pass_rate", "coder pass rate on held-out GT tests"),
+    ("coder/gt_pass_rate", "coder mean share of held-out GT tests passed"),
+    ("coder/all_gt_pass", "coder avg@k: share of samples passing all GT tests"),
     ("tester/validity", "tester validity (R_val)"),
     ("tester/adversarial", "tester adversarial rate (R_adv)"),
     ("tester/reward", "tester reward"),
     ("tester/suites_with_failure", "share of suites that fail the code"),
 )
-"""Evaluation keys shown in the summary table, with their labels."""
+"""Evaluation keys shown in the summary table, with their labels. ``coder/all_gt_pass`` is
+avg@k with ``k`` the evaluation's samples per problem; ``tester/suites_with_failure`` counts a
+suite when the code ran and failed at least one of its kept tests
+(:func:`codea1_env.scoring.metrics.suite_failed_the_code`)."""
 
 CROSS_ROWS: tuple[tuple[str, str, str], ...] = (
     ("tester/validity_on_start_codes", "tester/validity", "tester validity, codes before RL"),
@@ -77,7 +86,9 @@ def evaluate(
         ValueError: ``codes`` are not ``samples`` per problem.
 
     Returns:
-        ``coder/gt_pass_rate`` and, with the tester, ``tester/validity``,
+        ``coder/gt_pass_rate`` (mean share of GT tests passed), ``coder/all_gt_pass`` (avg@k,
+        ``k = samples``: :func:`~codea1_env.evaluation.metrics.avg_at_k` of "passes every GT
+        test"; absent without problems) and, with the tester, ``tester/validity``,
         ``tester/adversarial``, ``tester/reward`` and ``tester/suites_with_failure``.
 
     """
@@ -95,6 +106,12 @@ def evaluate(
     grid = [[[d] for d in duels[i * samples : (i + 1) * samples]] for i in range(len(problems))]
     judgements = judge_grid(referee, grid, update_book=False)
     pooled = pooled_metrics(judgements, with_tester)
+    # avg@k: per problem, the share of its samples that pass every GT test, then averaged
+    correct = [[rate >= 1.0 for rate in j.gt_pass_rates] for j in judgements]
+    avg = avg_at_k(correct, samples) if samples >= 1 else None
+    pooled.pop("coder/all_gt_pass", None)
+    if avg is not None:
+        pooled["coder/all_gt_pass"] = avg
     return {key: pooled[key] for key, _label in SUMMARY_ROWS if key in pooled}
 
 

@@ -1,8 +1,12 @@
 """Training metrics: a JSONL file (one flushed line per step), TensorBoard, optional wandb.
 
 Keys are ``group/name`` with the groups CleanRL and the issue use: ``coder/`` and ``tester/``
-(rewards, pass rates, validity, adversarial rates), ``losses/`` (policy loss, KL, clip fraction),
-``charts/`` (learning rate, tokens/s, sandbox seconds and share, mistake-book size, step time).
+(rewards, pass rates, validity, adversarial rates), ``losses/`` (policy loss, ``{player}_kl`` the
+KL to the frozen reference, ``{player}_approx_kl`` the PPO estimate of one update's policy
+change, clip fraction), ``charts/`` (learning rate, tokens/s, sandbox seconds and share,
+mistake-book size, step time), and ``monitor/``, ``quality/`` (counts per step, over all the
+step's problems). How a step's row combines its problems' values (counts summed, pooled rates,
+means) is :func:`codea1_env.scoring.metrics.step_metrics`'s.
 
 Resuming from step ``N`` first drops every JSONL line whose step is greater than ``N`` (lines
 written after the checkpoint by the killed run, which the resumed run writes again) and asks
