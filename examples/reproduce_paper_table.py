@@ -16,15 +16,22 @@ supervised warm start, then GRPO on ``procedural:SEED:train:edge``):
 
 All five rows are then evaluated with ``agents.evaluation.evaluate`` on held-out problems of
 ``procedural:0:test:edge`` (pass@k, avg@n, and for rows with a tester validity@k, mut@k,
-discrimination, CURE's accuracy/p01/p00, best-of-N). ``--jobs J`` runs J runs at a time in worker
-processes (one torch thread each; golden waits for its seed's Code-A1 warm start, a seed's
-evaluation for its three runs). Under ``--out`` the script writes:
+discrimination, CURE's accuracy/p01/p00, best-of-N), a seed's rows in one call, so mut@5's
+likely-equivalent mutants are judged on the suites of all its testers together and every row of
+a seed is scored against the same mutants (docs/metrics.md; table.md says how the rows it shows
+were judged). ``--jobs J`` runs J runs at a time in worker processes (one torch thread each;
+golden waits for its seed's Code-A1 warm start, a seed's evaluation for its three runs). Under
+``--out`` the script writes:
 
 * ``table.md``: the rows (mean ± sample std over seeds, the paper's layout), then the paired
-  differences over seeds with 95% percentile-bootstrap intervals (10,000 resamples of the seeds):
-  Code-A1 − golden and Code-A1 − base on pass@1; Code-A1 − self-play and Code-A1 − base on
-  validity@5, mut@5 and discrimination; self-play − self-play-base on all four (what self-play's
-  RL did); then the self-collusion table (first vs last 10 steps);
+  differences over seeds with 95% Student-t intervals on the per-seed differences
+  (``mean ± t(0.975, n - 1) · sd / sqrt(n)``, n the seeds where both rows have the metric,
+  stated next to each interval; no interval with one seed): Code-A1 − golden and Code-A1 − base
+  on pass@1; Code-A1 − self-play and Code-A1 − base on validity@5, mut@5 and discrimination;
+  self-play − self-play-base on all four (what self-play's RL did); then the self-collusion
+  table (first vs last 10 steps). Versions of this script before 2026-12-06 gave
+  percentile-bootstrap intervals, which at n = 5 cover the mean about 83% of the time, not 95%
+  (simulated on normal data);
 * ``results.json``: ``per_seed`` (every row of every seed), ``paired_differences``,
   ``self_collusion`` (per mode and seed, the per-step rates), ``learning_rates`` (what each
   player's runs trained at, from their ``config.json``), ``timings`` and ``estimate``;
@@ -35,10 +42,20 @@ evaluation for its three runs). Under ``--out`` the script writes:
 Self-collusion is measured from each run's ``metrics.jsonl``: the trivial-test rate is the
 monitor's ``(monitor/trivial_constant + monitor/trivial_tautology + monitor/trivial_filtered) /
 monitor/tests`` (tests of a suite that all expect one value, ``f(x) == f(x)`` tautologies, and
-tests the quality filter removed); the always-pass rate is ``1 - tester/valid_failure_rate``, the
-share of the kept valid tests that the code under test passes (undefined at a step without valid
-tests; within a step, a problem without kept valid tests counts as 0 failures, so the rate leans
-towards 1 when validity is low).
+tests the quality filter removed); the always-pass rate is ``1 - tester/valid_failure_rate`` as
+each run logged it (undefined at a step without valid tests). Runs trained from 2026-12-06 on log
+``tester/valid_failure_rate`` as the pooled share of the step's kept valid tests that the code
+under test fails (failures over valid tests, summed over the step's problems; absent at a step
+without one), so the always-pass rate is the share of the step's kept valid tests the code
+passes. Runs trained before (every run in ``docs/results/``) logged the mean over the step's
+problems of each problem's failure share, a problem without a kept valid test counted as 0
+failures, which leans towards 1 when validity is low; ``results.json``'s
+``always_pass_definition`` says which (``"pooled"`` or ``"problem_mean"``; a file without it is
+from before). A rerun that reuses runs trained before that date mixes the two.
+
+``--from-results DIR`` recomputes a finished comparison's paired intervals from its stored
+``DIR/results.json`` (no training, no evaluation) and rewrites ``DIR/table.md`` and the
+``paired_differences`` of ``DIR/results.json``; the figures and plots are left as they are.
 
 Full run (not for CI): 5 seeds, the preset's own warm start (600 coder steps, 800 tester steps;
 self-play's one model 1,400 interleaved) and 150 RL steps per run, two runs at a time::
@@ -100,6 +117,22 @@ WINDOW = 10
 """Training steps averaged at the start and at the end of a run in the self-collusion table."""
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+"""Coverage of the paired differences' Student-t intervals."""
+ALWAYS_PASS = {
+    "pooled": (
+        "the always-pass rate, 1 - tester/valid_failure_rate: the share of the step's kept valid "
+        "tests (summed over its problems) that the code under test passes"
+    ),
+    "problem_mean": (
+        "the always-pass rate, 1 - tester/valid_failure_rate as these runs logged it: 1 minus the "
+        "mean over the step's problems of each problem's share of kept valid tests that the code "
+        "under test fails, a problem without a kept valid test counted as 0 failures (the "
+        "definition before 2026-12-06; runs since log the pooled share of the step's kept valid "
+        "tests)"
+    ),
+}
+"""table.md's sentence on the always-pass rate, by ``results.json``'s ``always_pass_definition``."""
 FAMILY = "edge"
 """The procedural family of the ``tiny`` preset (its ``problems``/``eval_problems``), used for
 every row's training problems (``procedural:SEED:train:edge``) and the held-out set."""
@@ -127,6 +160,116 @@ PRESET_FULL = _preset_full()
 # statistics
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        for numerator in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-16:
+            break
+    return h
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function ``I_x(a, b)`` for ``0 <= x <= 1``."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    log_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+        + a * math.log(x) + b * math.log1p(-x)
+    )  # fmt: skip
+    if x < (a + 1.0) / (a + b + 2.0):
+        return math.exp(log_front) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+
+
+def student_t_cdf(x: float, df: float) -> float:
+    """``P(T <= x)`` for Student's t with ``df`` degrees of freedom (``df > 0``)."""
+    if df <= 0:
+        raise ValueError(f"student_t_cdf needs df > 0, got {df}")
+    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + x * x))
+    return 1.0 - tail if x >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom, by bisection on its CDF.
+
+    Pure Python (``math`` only), so the script needs no SciPy; agrees with
+    ``scipy.stats.t.ppf`` to about 1e-10 (``tests/test_paper_stats.py``).
+
+    Raises:
+        ValueError: ``p`` outside (0, 1) or ``df <= 0``.
+
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"t_quantile needs 0 < p < 1, got {p}")
+    if df <= 0:
+        raise ValueError(f"t_quantile needs df > 0, got {df}")
+    if p < 0.5:
+        return -t_quantile(1.0 - p, df)
+    low, high = 0.0, 1.0
+    while student_t_cdf(high, df) < p:
+        low, high = high, high * 2.0
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if middle in (low, high):
+            break
+        if student_t_cdf(middle, df) < p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def t_mean_ci(values: Sequence[float], confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Mean of ``values`` with a Student-t confidence interval for it.
+
+    ``mean ± t((1 + confidence) / 2, n - 1) · s / sqrt(n)``, ``s`` the sample standard deviation:
+    for paired differences over seeds, the paired t interval. Exact for normal differences; at
+    n = 5 a percentile bootstrap of the same values covers about 83%, not 95%.
+
+    Args:
+        values: One number per seed (for a paired comparison, the per-seed differences).
+        confidence: Coverage of the interval.
+
+    Returns:
+        ``{"mean", "low", "high", "n", "df", "sd", "interval"}`` (``interval``:
+        ``"student-t"``); ``low``, ``high`` and ``sd`` None with one value (no interval).
+
+    Raises:
+        ValueError: ``values`` is empty, or ``confidence`` is not in (0, 1).
+
+    """
+    if not values:
+        raise ValueError("t_mean_ci needs at least one value")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    n = len(values)
+    mean = math.fsum(values) / n
+    out: dict[str, Any] = {"mean": mean, "low": None, "high": None, "n": n, "df": n - 1}
+    out.update({"sd": None, "interval": "student-t"})
+    if n > 1:
+        sd = statistics.stdev(values)
+        half = t_quantile((1.0 + confidence) / 2.0, n - 1) * sd / math.sqrt(n)
+        out.update({"low": mean - half, "high": mean + half, "sd": sd})
+    return out
+
+
 def bootstrap_mean_ci(
     values: Sequence[float],
     *,
@@ -135,6 +278,9 @@ def bootstrap_mean_ci(
     seed: int = BOOTSTRAP_SEED,
 ) -> dict[str, float]:
     """Mean of ``values`` with a percentile-bootstrap confidence interval.
+
+    Not what the table uses (:func:`t_mean_ci`): over five seeds the percentile bootstrap's 95%
+    interval is too narrow (about 83% coverage); kept to compare with earlier tables.
 
     Resamples the values with replacement ``resamples`` times (NumPy, fixed ``seed``) and takes
     the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the resampled means.
@@ -183,8 +329,9 @@ def paired_differences(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> l
 
     Returns:
         One dict per (row, baseline, metric): ``row``, ``baseline``, ``metric``, ``seeds`` (the
-        seeds used), ``differences`` (per seed) and :func:`bootstrap_mean_ci`'s ``mean``, ``low``,
-        ``high`` and ``n`` (absent, with ``n`` 0, when no seed has both).
+        seeds used), ``differences`` (per seed) and :func:`t_mean_ci`'s ``mean``, ``low``,
+        ``high``, ``n``, ``df``, ``sd`` and ``interval`` (absent, with ``n`` 0, when no seed has
+        both).
 
     """
     out: list[dict[str, Any]] = []
@@ -201,7 +348,7 @@ def paired_differences(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> l
                     diffs.append(a - b)
             entry: dict[str, Any] = {"row": name, "baseline": baseline, "metric": key}
             entry.update({"seeds": seeds, "differences": diffs})
-            entry.update(bootstrap_mean_ci(diffs) if diffs else {"n": 0})
+            entry.update(t_mean_ci(diffs) if diffs else {"n": 0})
             out.append(entry)
     return out
 
@@ -219,7 +366,8 @@ def collusion_rates(metrics_file: Path) -> dict[str, list[float]]:
     Returns:
         ``{"step": [...], "trivial_rate": [...], "always_pass_rate": [...]}`` over the steps that
         logged tester metrics (NaN where a step had no tests, or for the always-pass rate no
-        valid test). See the module docstring.
+        valid test: ``tester/valid_share`` 0, or ``tester/valid_failure_rate`` not logged, as
+        runs since 2026-12-06 do at such a step). See the module docstring.
 
     """
     out: dict[str, list[float]] = {"step": [], "trivial_rate": [], "always_pass_rate": []}
@@ -229,7 +377,8 @@ def collusion_rates(metrics_file: Path) -> dict[str, list[float]]:
         if not line.strip():
             continue
         row = json.loads(line)
-        if "step" not in row or "tester/valid_failure_rate" not in row:
+        tester_step = "tester/valid_failure_rate" in row or "tester/validity" in row
+        if "step" not in row or not tester_step:
             continue
         tests = float(row.get("monitor/tests", 0.0))
         trivial = sum(
@@ -238,9 +387,9 @@ def collusion_rates(metrics_file: Path) -> dict[str, list[float]]:
         )
         out["step"].append(float(row["step"]))
         out["trivial_rate"].append(trivial / tests if tests > 0 else math.nan)
-        no_valid = float(row.get("tester/valid_share", 1.0)) <= 0.0
-        failing = float(row["tester/valid_failure_rate"])
-        out["always_pass_rate"].append(math.nan if no_valid else 1.0 - failing)
+        failing = row.get("tester/valid_failure_rate")
+        no_valid = failing is None or float(row.get("tester/valid_share", 1.0)) <= 0.0
+        out["always_pass_rate"].append(math.nan if no_valid else 1.0 - float(failing))
     return out
 
 
@@ -638,6 +787,102 @@ def format_rates(rates: Mapping[str, Sequence[float]]) -> str:
     )
 
 
+def mutation_judgement(per_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> str:
+    """A sentence saying on what the rows' mutants were judged, and whether they are the same.
+
+    Since 2026-12-06 ``evaluate_policies`` judges which mutants are likely equivalent (left out of
+    mut@k) per problem on the GT tests' inputs and the suites of every tester it evaluates
+    together (a seed's rows here), and each row names them in ``mutants_judged_with``. Rows
+    without it were judged on their own suites only; the sentence then says, from the rows'
+    counts, whether that left them different mutants.
+    """
+    rows = [row for rows in per_seed.values() for row in rows if row.get("tests")]
+    if rows and all("mutants_judged_with" in row for row in rows):
+        return (
+            "Each seed's rows were evaluated together: a mutant left out of mut@5 as likely "
+            "equivalent matched the GT on the GT tests' inputs and on every row's suites of that "
+            "seed, so a seed's rows are scored against the same mutants; each row still averages "
+            "its own all-valid suites."
+        )
+    counts = {
+        (int(r["tests"]["mutants"]), int(r["tests"]["crashing"]), int(r["tests"]["equivalent"]))
+        for r in rows
+    }
+    if len(counts) == 1 and (only := next(iter(counts)))[2] == 0:
+        total, crashing, _ = only
+        return (
+            "These rows were evaluated before 2026-12-06, when a row's likely-equivalent mutants "
+            "were judged on the GT tests' inputs and its own suites only; here no row of any "
+            f"seed had one (0 equivalent and {crashing} crashing of {total} mutants, in every "
+            f"row), so every row was scored against the same {total - crashing} mutants; each "
+            "row averages its own all-valid suites."
+        )
+    return (
+        "These rows were evaluated before 2026-12-06, when a row's likely-equivalent mutants were "
+        "judged on the GT tests' inputs and its own suites only: a mutant that all of a row's "
+        "suites miss (and the GT tests too) was left out of that row's mut@5 instead of counted "
+        "as surviving, and the rows' counts of such mutants differ, so their mut@5 are not on "
+        "the same mutants (and each averages its own all-valid suites)."
+    )
+
+
+def table_page(
+    per_seed: Mapping[int, Sequence[Mapping[str, Any]]],
+    samples: int,
+    paired: Sequence[Mapping[str, Any]],
+    collusion: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    rates: Mapping[str, Sequence[float]] | None,
+    always_pass: str = "pooled",
+) -> tuple[str, str]:
+    """The text of table.md, and its mean ± std table alone.
+
+    Args:
+        per_seed: The evaluation rows of each evaluated seed.
+        samples: Samples per problem (the ``avg@n`` column).
+        paired: :func:`paired_differences`.
+        collusion: :func:`collusion_summary`.
+        rates: :func:`learning_rates` (None: not recorded, and not mentioned).
+        always_pass: How the runs logged ``tester/valid_failure_rate``: a key of
+            :data:`ALWAYS_PASS`.
+
+    Returns:
+        ``(page, table)``.
+
+    """
+    from agents.evaluation.evaluate import summarize_seeds
+
+    summary = summarize_seeds([list(rows) for rows in per_seed.values()])
+    keys = [k.format(n=samples) for k in SHOWN]
+    header = "| row | seeds | " + " | ".join(keys) + " |"
+    lines = [header, "|---|---:|" + "---:|" * len(keys)]
+    for row in summary:
+        cells = []
+        for key in keys:
+            section = "code" if key.startswith(("pass@", "avg@")) else "tests"
+            cells.append(str(((row.get(section) or {}).get(key)) or "-"))
+        lines.append(f"| {row['name']} | {row['seeds']} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    seeds = ", ".join(str(s) for s in per_seed)
+    rates_text = "" if rates is None else f" RL learning rates: {format_rates(rates)}."
+    page = (
+        f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
+        f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds."
+        f"{rates_text}\n\n"
+        f"{table}\n\n{mutation_support(per_seed)} {mutation_judgement(per_seed)}\n\n"
+        f"## Paired differences over seeds\n\n"
+        f"Per seed the row's metric minus the baseline's, then the mean over the n seeds where "
+        f"both rows have the metric, with a {CONFIDENCE:.0%} Student-t interval: mean ± "
+        f"t({(1 + CONFIDENCE) / 2:g}, n - 1) · sd / sqrt(n), sd the sample standard deviation of "
+        f"the n differences (no interval when n = 1).\n\n{format_paired(paired)}\n\n"
+        f"## Self-collusion over training\n\n"
+        f"Per-step rates from each run's metrics.jsonl (the reward-hacking monitor's trivial "
+        f"tests over its tests; {ALWAYS_PASS[always_pass]}), mean of the first and last "
+        f"{WINDOW} steps, averaged over seeds. Plot: collusion.png.\n\n"
+        f"{format_collusion(collusion)}\n"
+    )
+    return page, table
+
+
 def write_outputs(
     out: Path,
     per_seed: Mapping[int, Sequence[Mapping[str, Any]]],
@@ -656,20 +901,6 @@ def write_outputs(
         The mean ± std table (Markdown).
 
     """
-    from agents.evaluation.evaluate import summarize_seeds
-
-    summary = summarize_seeds([list(rows) for rows in per_seed.values()])
-    keys = [k.format(n=samples) for k in SHOWN]
-    header = "| row | seeds | " + " | ".join(keys) + " |"
-    lines = [header, "|---|---:|" + "---:|" * len(keys)]
-    for row in summary:
-        cells = []
-        for key in keys:
-            section = "code" if key.startswith(("pass@", "avg@")) else "tests"
-            cells.append(str(((row.get(section) or {}).get(key)) or "-"))
-        lines.append(f"| {row['name']} | {row['seeds']} | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
-
     paired = paired_differences(per_seed)
     curves = {
         mode: {
@@ -680,22 +911,8 @@ def write_outputs(
     }
     collusion = collusion_summary(curves)
     rates = learning_rates(out, list(per_seed))
-    seeds = ", ".join(str(s) for s in per_seed)
-    (out / "table.md").write_text(
-        f"# Toy Code-A1 comparison (procedural family, CPU preset)\n\nSeeds: {seeds}. "
-        f"Held-out problems: procedural:0:test:edge. Cells: mean ± sample std over seeds. "
-        f"RL learning rates: {format_rates(rates)}.\n\n"
-        f"{table}\n\n{mutation_support(per_seed)}\n\n"
-        f"## Paired differences over seeds\n\n"
-        f"Per seed the row's metric minus the baseline's, then the mean over seeds with a 95% "
-        f"percentile-bootstrap interval ({BOOTSTRAP_RESAMPLES:,} resamples of the seeds, "
-        f"NumPy seed {BOOTSTRAP_SEED}).\n\n{format_paired(paired)}\n\n"
-        f"## Self-collusion over training\n\n"
-        f"Per-step rates from each run's metrics.jsonl (the reward-hacking monitor's trivial "
-        f"tests over its tests; the always-pass rate, 1 - tester/valid_failure_rate: the share "
-        f"of kept valid tests the code under test passes), mean of the first and last {WINDOW} "
-        f"steps, averaged over seeds. Plot: collusion.png.\n\n{format_collusion(collusion)}\n"
-    )
+    page, table = table_page(per_seed, samples, paired, collusion, rates, "pooled")
+    (out / "table.md").write_text(page)
     results = {
         "per_seed": {str(s): list(r) for s, r in per_seed.items()},
         "paired_differences": paired,
@@ -704,12 +921,57 @@ def write_outputs(
             "curves": {m: {str(s): _finite(c) for s, c in by.items()} for m, by in curves.items()},
         },
         "learning_rates": rates,
+        "always_pass_definition": "pooled",
         **(extra or {}),
     }
     (out / "results.json").write_text(json.dumps(results))
-    _plot(out / "comparison.png", per_seed, keys)
+    _plot(out / "comparison.png", per_seed, keys=[k.format(n=samples) for k in SHOWN])
     _plot_collusion(out / "collusion.png", curves)
     return table
+
+
+def rewrite_from_results(directory: Path) -> str:
+    """Recompute a finished comparison's paired intervals from its stored results.json.
+
+    Reads ``directory/results.json`` (nothing is trained or evaluated), recomputes
+    :func:`paired_differences` from its ``per_seed`` rows, writes them into its
+    ``paired_differences`` and rewrites ``directory/table.md`` from the stored rows, collusion
+    summary and learning rates; every other entry and the plots are left as they are. A file
+    without ``always_pass_definition`` is from before 2026-12-06 (``"problem_mean"``), and gets
+    that key.
+
+    Args:
+        directory: A comparison's output directory (``--out`` of an earlier run).
+
+    Returns:
+        The paired differences as a Markdown table.
+
+    Raises:
+        FileNotFoundError: ``directory/results.json`` does not exist.
+
+    """
+    path = directory / "results.json"
+    results = json.loads(path.read_text())
+    per_seed = {int(seed): rows for seed, rows in results["per_seed"].items()}
+    samples_seen = {
+        int(row["code"]["samples"]) for rows in per_seed.values() for row in rows if row["code"]
+    }
+    if len(samples_seen) != 1:
+        raise ValueError(f"{path}: rows sampled {sorted(samples_seen)} times per problem")
+    paired = paired_differences(per_seed)
+    results["paired_differences"] = paired
+    results.setdefault("always_pass_definition", "problem_mean")
+    page, _table = table_page(
+        per_seed,
+        samples_seen.pop(),
+        paired,
+        results["self_collusion"]["summary"],
+        results.get("learning_rates"),
+        results["always_pass_definition"],
+    )
+    (directory / "table.md").write_text(page)
+    path.write_text(json.dumps(results))
+    return format_paired(paired)
 
 
 def _finite(curve: Mapping[str, list[float]]) -> dict[str, list[float | None]]:
@@ -718,12 +980,19 @@ def _finite(curve: Mapping[str, list[float]]) -> dict[str, list[float | None]]:
 
 
 def format_paired(paired: Sequence[Mapping[str, Any]]) -> str:
-    """The paired differences as a Markdown table: ``difference [95% CI]`` and ``seeds``."""
-    lines = ["| comparison | metric | difference [95% CI] | seeds |", "|---|---|---:|---:|"]
+    """The paired differences as a Markdown table: ``difference [95% t interval]`` and ``n``."""
+    lines = [
+        f"| comparison | metric | difference [{CONFIDENCE:.0%} t interval] | n (seeds) |",
+        "|---|---|---:|---:|",
+    ]
     for entry in paired:
         cell = "-"
         if entry["n"]:
-            cell = f"{entry['mean']:+.3f} [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+            cell = f"{entry['mean']:+.3f}"
+            if entry.get("low") is not None:
+                cell += f" [{entry['low']:+.3f}, {entry['high']:+.3f}]"
+            else:
+                cell += " (one seed: no interval)"
         name = f"{entry['row']} − {entry['baseline']}"
         lines.append(f"| {name} | {entry['metric']} | {cell} | {entry['n']} |")
     return "\n".join(lines)
@@ -878,7 +1147,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=4, help="samples per problem")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (processes)")
     parser.add_argument("--out", default="runs/paper_table")
+    parser.add_argument(
+        "--from-results",
+        metavar="DIR",
+        default=None,
+        help="only recompute DIR/results.json's paired intervals and rewrite DIR/table.md "
+        "(no training, no evaluation)",
+    )
     args = parser.parse_args()
+    if args.from_results is not None:
+        print(rewrite_from_results(Path(args.from_results)))
+        return
     if args.jobs < 1:
         parser.error("--jobs must be >= 1")
 

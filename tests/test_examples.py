@@ -83,7 +83,7 @@ def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:
     for name in names:
         assert (out_dir / name).is_file(), name
     table = (out_dir / "table.md").read_text()
-    assert "difference [95% CI]" in table and "Self-collusion" in table
+    assert "difference [95% t interval]" in table and "Self-collusion" in table
     results = json.loads((out_dir / "results.json").read_text())
     assert set(results["per_seed"]) == {"0", "1"}
     assert {"paired_differences", "self_collusion", "timings", "estimate"} <= set(results)

@@ -6,8 +6,14 @@ Example::
         --policy scripted:boundary --source bank --problems 20 --samples 4 --k 1,4 --out results/
 
 Writes ``OUT/eval.json`` (settings, one result per policy with per-problem rows) and
-``OUT/eval.md`` (the table, one row per policy, the paper's layout when the rows are named
-``base``, ``golden``, ``self-play`` and ``code-a1``), and prints the table.
+``OUT/eval.md`` (:func:`agents.evaluation.evaluate.markdown_table`: one row per policy, in the
+order of the ``--policy`` flags and named as they name them, one column per metric that some
+row has, whatever the policies are called), and prints the table.
+
+Every tester given in one command is scored against the same mutants: a mutant is left out of
+mut@k as likely equivalent only when it matches the GT on the GT tests' inputs and on every
+tester's suites (docs/metrics.md). mut@k from separate commands is comparable only when the same
+testers were evaluated together.
 """
 
 from __future__ import annotations
@@ -158,7 +164,11 @@ def run(args: argparse.Namespace) -> int:
     }
     write_text_atomic(out / "eval.json", json.dumps(record, indent=1))
     table = markdown_table(rows)
-    write_text_atomic(out / "eval.md", _markdown_page(args.source, len(problems), settings, table))
+    testers: list[str] = next(
+        (row["mutants_judged_with"] for row in rows if "mutants_judged_with" in row), []
+    )
+    page = _markdown_page(args.source, len(problems), settings, table, testers)
+    write_text_atomic(out / "eval.md", page)
     print(table)
     print(f"({record['seconds']:.1f} s; wrote {out / 'eval.json'} and {out / 'eval.md'})")
     return 0
@@ -182,11 +192,27 @@ def _source(spec: str) -> object:
         ) from None
 
 
-def _markdown_page(source: str, n_problems: int, settings: object, table: str) -> str:
+def _markdown_page(
+    source: str,
+    n_problems: int,
+    settings: object,
+    table: str,
+    testers: list[str] | None = None,
+) -> str:
+    """eval.md: the settings in a sentence, the table, and which testers judged the mutants."""
     s = dataclasses.asdict(settings)  # type: ignore[call-overload]
+    pooled = ""
+    if testers:
+        names = ", ".join(testers)
+        pooled = (
+            f" mut@{s['test_k']}'s likely-equivalent mutants were judged on the GT tests' inputs "
+            f"and the suites of {names} together: compare mut@{s['test_k']} only with rows "
+            "judged with the same testers."
+        )
     return (
         f"# codea1 eval\n\nSource `{source}`, {n_problems} problems, {s['samples']} samples per "
         f"problem (T={s['temperature']}, top-p={s['top_p']}, seed {s['seed']}); test metrics at "
         f"k={s['test_k']}; candidate pool `{s['candidates']}` x {s['n_candidates']}.\n\n"
-        f"{table}\n\nMetric definitions: `codea1_env/evaluation/metrics.py`.\n"
+        f"{table}\n\nMetric definitions: `codea1_env/evaluation/metrics.py`, "
+        f"docs/metrics.md.{pooled}\n"
     )

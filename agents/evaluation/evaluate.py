@@ -20,7 +20,14 @@ result per policy with:
   tests, traced in the sandbox: :mod:`codea1_env.evaluation.coverage`) and UTRL's UT fidelity
   (:mod:`codea1_env.evaluation.fidelity`, over the candidate pool below); its suites are run on the
   GT, on the GT's mutants and on a shared pool of candidate codes (``candidates`` spec, the same
-  pool for every policy so that testers are compared on the same codes).
+  pool for every policy so that testers are compared on the same codes). Every tester's suites
+  are judged in one batch (:meth:`~codea1_env.evaluation.SuiteEvaluator.evaluate_pooled`): which
+  mutants are likely equivalent, and so left out of mut@k, is judged per problem on the GT
+  tests' inputs and the inputs of every evaluated tester's suites together, so every tester of
+  one call is scored against the same mutants (``per_problem[i]["mutants"]["counted"]`` lists
+  them, the row's ``mutants_judged_with`` names the testers whose suites judged them). mut@k
+  figures from separate calls are therefore not comparable unless the same testers were
+  evaluated together.
 * **monitor**: :mod:`codea1_env.scoring.monitor` counts over the coder's programs (static scan and
   the sandbox runs, captured by a recording wrapper around the sandbox) and the tester's suites.
 
@@ -168,6 +175,37 @@ class _Shared:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class _Played:
+    """One policy's samples and code metrics, before its suites are judged with the others'.
+
+    Holds no reference to the policy itself, so a closed policy's model can be freed before the
+    next one is loaded.
+
+    Attributes:
+        name: The policy's name (its row's key).
+        spec: The policy's spec.
+        roles: The roles it plays (``"coder"``, ``"tester"``).
+        code: The code metrics (None without a coder).
+        monitor: The monitor's counts so far (the coder's programs, the tester's suites).
+        per_problem: The per-problem rows, the code's entries filled.
+        suites: Per problem, the tester's suites (None without a tester).
+        tests: The test metrics, once the suites are judged (None without a tester).
+        judged_with: The names of the testers whose suites judged the mutants with this one's.
+
+    """
+
+    name: str
+    spec: str
+    roles: list[str]
+    code: dict[str, Any] | None
+    monitor: MonitorCounts
+    per_problem: list[dict[str, Any]]
+    suites: list[list[str]] | None = None
+    tests: dict[str, Any] | None = None
+    judged_with: list[str] = field(default_factory=list)
+
+
 def evaluate_policies(
     specs: Sequence[str | LoadedPolicy],
     problems: Sequence[Problem],
@@ -190,7 +228,9 @@ def evaluate_policies(
 
     Returns:
         One dict per spec: ``name``, ``spec``, ``roles``, ``code`` (metrics or None),
-        ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows.
+        ``tests`` (metrics or None), ``monitor`` (counts) and ``per_problem`` rows; a tester's
+        row also has ``mutants_judged_with``, the names of every tester of the call, whose
+        suites judged together which mutants mut@k leaves out as likely equivalent.
 
     Raises:
         ValueError: a bad policy spec, found before any work starts (``EvalSettings`` checks
@@ -243,19 +283,23 @@ def evaluate_policies(
             pool.close()
         else:
             shared.candidates = [[] for _ in shared.problems]
-        rows = []
+        played: list[_Played] = []
         for spec in specs:
             if isinstance(spec, LoadedPolicy):  # the caller's own objects: the caller closes
                 say(f"evaluating {spec.spec} on {len(shared.problems)} problems")
-                rows.append(_evaluate_one(spec, shared))
+                played.append(_play(spec, shared))
                 continue
             say(f"evaluating {spec} on {len(shared.problems)} problems")
             policy = load_policy(spec, sandbox, settings)
             try:
-                rows.append(_evaluate_one(policy, shared))
+                played.append(_play(policy, shared))
             finally:
                 policy.close()
-        return rows
+        testers = sum(p.suites is not None for p in played)
+        if testers > 1:
+            say(f"judging the suites of {testers} testers together (mutants judged on all)")
+        _judge_suites(played, shared)
+        return [_row(p) for p in played]
     finally:
         referee.close()
         if owned:
@@ -263,27 +307,54 @@ def evaluate_policies(
 
 
 def _evaluate_one(policy: LoadedPolicy, shared: _Shared) -> dict[str, Any]:
-    problems = shared.problems
-    per_problem: list[dict[str, Any]] = [{"task_id": p.task_id} for p in problems]
-    monitor = MonitorCounts()
-    code_metrics: dict[str, Any] | None = None
-    test_metrics: dict[str, Any] | None = None
-    if policy.coder is not None:
-        code_metrics, code_monitor = _code_metrics(policy.coder, shared, per_problem)
-        monitor = monitor + code_monitor
-    if policy.tester is not None:
-        test_metrics, test_monitor = _test_metrics(policy.tester, shared, per_problem)
-        monitor = monitor + test_monitor
+    """One policy evaluated alone (its suites' mutants judged on its own suites and the GT's)."""
+    played = _play(policy, shared)
+    _judge_suites([played], shared)
+    return _row(played)
+
+
+def _play(policy: LoadedPolicy, shared: _Shared) -> _Played:
+    """Sample the policy's codes (scored now) and suites (judged later, with every tester's)."""
+    per_problem: list[dict[str, Any]] = [{"task_id": p.task_id} for p in shared.problems]
     roles = [r for r, p in (("coder", policy.coder), ("tester", policy.tester)) if p is not None]
-    return {
-        "name": policy.name,
-        "spec": policy.spec,
-        "roles": roles,
-        "code": code_metrics,
-        "tests": test_metrics,
-        "monitor": monitor.as_metrics(),
-        "per_problem": per_problem,
+    played = _Played(policy.name, policy.spec, roles, None, MonitorCounts(), per_problem)
+    if policy.coder is not None:
+        played.code, code_monitor = _code_metrics(policy.coder, shared, per_problem)
+        played.monitor = played.monitor + code_monitor
+    if policy.tester is not None:
+        played.suites, test_monitor = _sample_suites(policy.tester, shared)
+        played.monitor = played.monitor + test_monitor
+    return played
+
+
+def _judge_suites(played: Sequence[_Played], shared: _Shared) -> None:
+    """Judge every tester's suites in one pooled batch and fill each one's test metrics."""
+    testers = [p for p in played if p.suites is not None]
+    if not testers:
+        return
+    groups = [p.suites for p in testers if p.suites is not None]
+    evaluations = shared.evaluator.evaluate_pooled(shared.problems, groups, shared.candidates)
+    names = [p.name for p in testers]
+    for tester, evaluated in zip(testers, evaluations):
+        assert tester.suites is not None
+        tester.tests = _test_metrics(evaluated, tester.suites, shared, tester.per_problem)
+        tester.judged_with = names
+
+
+def _row(played: _Played) -> dict[str, Any]:
+    """The result row of one policy (see :func:`evaluate_policies`)."""
+    row: dict[str, Any] = {
+        "name": played.name,
+        "spec": played.spec,
+        "roles": list(played.roles),
+        "code": played.code,
+        "tests": played.tests,
+        "monitor": played.monitor.as_metrics(),
+        "per_problem": played.per_problem,
     }
+    if played.tests is not None:
+        row["mutants_judged_with"] = list(played.judged_with)
+    return row
 
 
 def _code_metrics(
@@ -323,20 +394,26 @@ def _code_metrics(
     return out, scan_programs(programs, results)
 
 
-def _test_metrics(
-    tester: PolicyLike, shared: _Shared, per_problem: list[dict[str, Any]]
-) -> tuple[dict[str, Any], MonitorCounts]:
-    settings = shared.settings
-    k = settings.test_k
-    suites = _sample(tester, shared.problems, Role.TESTER, settings.samples)
+def _sample_suites(tester: PolicyLike, shared: _Shared) -> tuple[list[list[str]], MonitorCounts]:
+    """The tester's suites per problem, and the monitor's counts over them."""
+    suites = _sample(tester, shared.problems, Role.TESTER, shared.settings.samples)
     monitor = MonitorCounts()
     for problem, texts in zip(shared.problems, suites):
         for text in texts:
             parsed = parse_tests(text, problem.entry_point)
             monitor = monitor + scan_suite(parsed.cases, parsed.rejected, problem.entry_point)
-    evaluations = shared.evaluator.evaluate(
-        [(p, s, c) for p, s, c in zip(shared.problems, suites, shared.candidates)]
-    )
+    return suites, monitor
+
+
+def _test_metrics(
+    evaluations: Sequence[ProblemEvaluation],
+    suites: Sequence[Sequence[str]],
+    shared: _Shared,
+    per_problem: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The test metrics of one tester from its judged suites (see :func:`evaluate_policies`)."""
+    settings = shared.settings
+    k = settings.test_k
     validity: list[float] = []
     all_valid: list[float] = []
     mut_entries: list[tuple[Sequence[bool], Sequence[Sequence[bool]]]] = []
@@ -416,7 +493,7 @@ def _test_metrics(
         "random_pick": measures.mean_or_none(random_pick),
         **totals,
     }
-    return out, monitor
+    return out
 
 
 def _coverage(
@@ -491,13 +568,28 @@ def _fidelity(
 def _problem_row(
     evaluation: ProblemEvaluation, texts: Sequence[str], row: dict[str, Any], k: int
 ) -> None:
+    """One problem's entries of a tester's ``per_problem`` row.
+
+    ``mutation_scores`` has every suite's killed share of the counted mutants, ``mut@k_counted``
+    whether that suite enters mut@k (its first k tests all valid and a mutant to score), and
+    ``mutants`` the problem's mutants: ``counted`` (the indices, in generation order, of those
+    mut@k scores: neither crashing nor likely equivalent), ``changes`` (what each mutant
+    changes, same order) and ``judged_on_suites`` (how many suites' inputs, every tester's of
+    the call, judged equivalence with the GT tests').
+    """
     row["test_sample"] = texts[0][:2000] if texts else ""
     row["test_statuses"] = [list(s.statuses) for s in evaluation.suites]
     row["mutation_scores"] = [measures.mutation_score(s.mutant_kills, k) for s in evaluation.suites]
+    row[f"mut@{k}_counted"] = [
+        measures.all_valid_at_k(s.valid, k) and bool(s.mutant_kills) for s in evaluation.suites
+    ]
     row["mutants"] = {
         "total": evaluation.n_mutants,
         "crashing": evaluation.n_crashing,
         "equivalent": evaluation.n_equivalent,
+        "counted": [i for i, kind in enumerate(evaluation.mutant_classes) if kind == "scored"],
+        "changes": list(evaluation.mutant_changes),
+        "judged_on_suites": evaluation.judged_on_suites,
     }
     row["candidate_correct"] = list(evaluation.candidate_correct)
 

@@ -24,12 +24,13 @@ validity (:func:`validity_at_k`, :func:`all_valid_at_k`)
     share of the first ``k`` tests that are valid, with missing tests (fewer than ``k`` written)
     counted as not valid; ``all_valid_at_k`` is the strict form: ``k`` tests written and all valid.
 mutation score, mut@k (:func:`mutation_score`, :func:`mut_at_k`)
-    UnLeakedTestBench mut@k: the share of the GT's mutants killed by the first ``k`` tests, over
-    the problems whose first ``k`` tests are all valid. A mutant is killed by a test when its value
-    on the test's call differs from the GT's (or the call fails). Crashing mutants (they fail on
-    the GT tests' inputs before any evaluated test runs) and likely-equivalent mutants (same
-    outputs as the GT on every GT test and every evaluated input) are excluded from the
-    denominator; see :func:`classify_mutant`.
+    Named after UnLeakedTestBench's mut@k, with codea1's own conventions (docs/metrics.md): the
+    share of the GT's mutants killed by the first ``k`` tests, averaged over the entries (suites)
+    whose first ``k`` tests are all valid. A mutant is killed by a test when its value on the
+    test's call differs from the GT's (or the call fails). Crashing mutants (they fail on a GT
+    test input; mutation tools would count them killed) and likely-equivalent mutants (same
+    outputs as the GT on every GT test input and every evaluated input judged with them) are
+    excluded from the denominator; see :func:`classify_mutant`.
 discrimination (:func:`discrimination`)
     UTRL (unit-test generation trained with adversarial RL, 2025): the share of *wrong* candidate
     codes (codes that fail a GT test) that fail at least one valid generated test.
@@ -176,7 +177,7 @@ def mutation_score(kills: Sequence[Sequence[bool]], k: int) -> float | None:
 def mut_at_k(
     problems: Sequence[tuple[Sequence[bool], Sequence[Sequence[bool]]]], k: int
 ) -> float | None:
-    """UnLeakedTestBench mut@k over problems.
+    """mut@k over problems or suites (codea1's conventions, see the module docstring).
 
     Args:
         problems: Per problem (or per suite), ``(valid, kills)``: the validity flags of its tests

@@ -14,6 +14,13 @@ calls:
    timeout scaled from the GT's own call times measured in step 1 (:data:`MUTANT_TIMEOUT_FACTOR`,
    within ``mutant_limits``); the GT's runs are shared through the referee's GT cache.
 
+Every suite of a problem given in one call is run on every mutant, and a mutant's class
+(:func:`~codea1_env.evaluation.metrics.classify_mutant`: crashing, likely equivalent, scored) is
+judged on the GT tests' inputs and on the inputs of **all** those suites together. Judged on one
+suite's own inputs, every mutant that suite misses would look equivalent and its mut@k would be 1;
+:meth:`SuiteEvaluator.evaluate_pooled` gives several testers' suites one judgement, so each tester
+is scored against the same mutants (the runs are the same single batch as :meth:`evaluate`).
+
 The evaluator's referee has its own empty mistake book and never updates it, so evaluation
 replays no book test and changes nothing.
 
@@ -36,11 +43,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from codea1_env.evaluation.metrics import classify_mutant
+from codea1_env.evaluation.metrics import MutantClass, classify_mutant
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import JobResult, Limits, Sandbox
-from codea1_env.scoring.mutation import MutantCache
+from codea1_env.scoring.mutation import Mutant, MutantCache
 from codea1_env.scoring.referee import Judgement, Referee, SuiteVerdict
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.testcases import TestCase
@@ -127,9 +134,20 @@ class ProblemEvaluation:
         n_mutants: Mutants generated (after the ``max_mutants`` cut).
         n_crashing: Mutants that fail on a GT input (excluded from mut@k).
         n_equivalent: Mutants that match the GT on every input tried (excluded from mut@k).
-        judgement: The referee's judgement of the GT and the candidates (row 0 is the GT).
+        judgement: The referee's judgement of the GT and the candidates (row 0 is the GT; with
+            :meth:`SuiteEvaluator.evaluate_pooled`, its suites are every group's).
         candidate_results: Kept for compatibility; the referee's monitor metrics are in
             ``judgement.metrics`` (always empty).
+        mutant_classes: Per generated mutant, in
+            :func:`~codea1_env.scoring.mutation.generate_mutants` order (the first
+            ``max_mutants``), ``"scored"`` (counted by mut@k, one
+            ``mutant_kills`` row each, in this order), ``"crashing"`` or ``"equivalent"``;
+            empty when no mutant ran.
+        mutant_changes: Per generated mutant, the same order, what it changes
+            (``"line 2: '<' -> '<='"``).
+        judged_on_suites: How many suites' inputs (with the GT tests') judged the mutants'
+            classes: this problem's suites of the call, every group's with
+            :meth:`SuiteEvaluator.evaluate_pooled`.
 
     """
 
@@ -142,6 +160,9 @@ class ProblemEvaluation:
     n_equivalent: int = 0
     judgement: Judgement | None = field(default=None, repr=False)
     candidate_results: tuple[JobResult, ...] = field(default=(), repr=False)
+    mutant_classes: tuple[MutantClass, ...] = ()
+    mutant_changes: tuple[str, ...] = ()
+    judged_on_suites: int = 0
 
 
 class SuiteEvaluator:
@@ -208,6 +229,9 @@ class SuiteEvaluator:
     ) -> list[ProblemEvaluation]:
         """Evaluate ``(problem, suite texts, candidate code texts)`` triples in one sandbox call.
 
+        A problem's mutants are classified on the GT tests' inputs and the inputs of all its
+        suites given here (see the module docstring).
+
         Args:
             batch: Per problem: the testers' raw answers and the candidate coders' raw answers
                 (either list may be empty).
@@ -220,23 +244,20 @@ class SuiteEvaluator:
         # 1. the GT (row 0) and the candidates of every problem, in one sandbox call
         items: list[tuple[Problem, list[str], list[list[str]]]] = []
         where: list[int] = []  # per batch entry: its item, or -1 for a stdio problem
-        mutant_sources: list[list[str]] = []
+        mutant_lists: list[list[Mutant]] = []
         for problem, suites, codes in batch:
             texts = [t if isinstance(t, str) else "" for t in suites]
             if problem.kind == "stdio":
                 where.append(-1)
-                mutant_sources.append([])
+                mutant_lists.append([])
                 continue
             rows = [problem.gt_program, *codes]
             where.append(len(items))
             items.append((problem, rows, [list(texts) for _ in rows]))
-            mutants: list[str] = []
+            mutants: list[Mutant] = []
             if with_mutants and texts:
-                mutants = [
-                    m.source
-                    for m in self.mutant_cache.get(problem.gt_program, max_mutants=self.max_mutants)
-                ]
-            mutant_sources.append(mutants)
+                mutants = self.mutant_cache.get(problem.gt_program, max_mutants=self.max_mutants)
+            mutant_lists.append(mutants)
         judgements = self.referee.judge_many(items, update_book=False) if items else []
         # 2. every problem's mutants, in one more sandbox call, each under a call timeout set
         #    from the GT's own call times on the same inputs (measured in step 1)
@@ -244,10 +265,10 @@ class SuiteEvaluator:
         mutant_limits: list[Limits | None] = []
         mutant_where: dict[int, int] = {}
         for index, ((problem, suites, _codes), item) in enumerate(zip(batch, where)):
-            if item < 0 or not mutant_sources[index]:
+            if item < 0 or not mutant_lists[index]:
                 continue
             mutant_where[index] = len(mutant_items)
-            sources = mutant_sources[index]
+            sources = [m.source for m in mutant_lists[index]]
             texts = [t if isinstance(t, str) else "" for t in suites]
             mutant_items.append((problem, sources, [list(texts) for _ in sources]))
             mutant_limits.append(self._mutant_limits(judgements[item]))
@@ -271,8 +292,63 @@ class SuiteEvaluator:
             slot = mutant_where.get(index)
             judged_mutants = mutant_judgements[slot] if slot is not None else None
             out.append(
-                self._problem(problem, judgements[item], judged_mutants, len(mutant_sources[index]))
+                self._problem(problem, judgements[item], judged_mutants, mutant_lists[index])
             )
+        return out
+
+    def evaluate_pooled(
+        self,
+        problems: Sequence[Problem],
+        groups: Sequence[Sequence[Sequence[str]]],
+        codes: Sequence[Sequence[str]],
+        *,
+        with_mutants: bool = True,
+    ) -> list[list[ProblemEvaluation]]:
+        """Evaluate several testers' suites on the same problems, their mutants judged together.
+
+        Per problem, every group's suites go into one :meth:`evaluate` batch (one sandbox call
+        for the GT and the candidates, one for the mutants, as for a single group), so a mutant
+        is likely equivalent only when it matches the GT on the GT tests' inputs and on the
+        inputs of every group's suites, and every group is scored against the same mutants.
+        Each group then gets its own suites back; the rest of a :class:`ProblemEvaluation`
+        (candidates, mutant counts and classes) is the problem's, the same for every group.
+
+        Args:
+            problems: The problems.
+            groups: Per group (a tester), per problem, its suites' raw answers.
+            codes: Per problem, the candidate coders' raw answers (shared by every group).
+            with_mutants: Also run the GT's mutants (needed for mut@k only).
+
+        Returns:
+            Per group, one :class:`ProblemEvaluation` per problem, in order. With one group,
+            exactly :meth:`evaluate`'s.
+
+        Raises:
+            ValueError: a group or ``codes`` does not have one entry per problem.
+
+        """
+        for index, group in enumerate(groups):
+            if len(group) != len(problems):
+                raise ValueError(
+                    f"evaluate_pooled: group {index} has {len(group)} entries for "
+                    f"{len(problems)} problems"
+                )
+        if len(codes) != len(problems):
+            raise ValueError(
+                f"evaluate_pooled: {len(codes)} candidate lists for {len(problems)} problems"
+            )
+        batch = [
+            (problem, [text for group in groups for text in group[i]], codes[i])
+            for i, problem in enumerate(problems)
+        ]
+        pooled = self.evaluate(batch, with_mutants=with_mutants)
+        out: list[list[ProblemEvaluation]] = [[] for _ in groups]
+        for i, evaluation in enumerate(pooled):
+            start = 0
+            for g, group in enumerate(groups):
+                end = start + len(group[i])
+                out[g].append(dataclasses.replace(evaluation, suites=evaluation.suites[start:end]))
+                start = end
         return out
 
     def _mutant_limits(self, judged: Judgement) -> Limits:
@@ -286,13 +362,17 @@ class SuiteEvaluator:
 
     # ------------------------------------------------------------------ tables
     def _problem(
-        self, problem: Problem, judged: Judgement, mutants: Judgement | None, n_mutants: int
+        self,
+        problem: Problem,
+        judged: Judgement,
+        mutants: Judgement | None,
+        generated: Sequence[Mutant],
     ) -> ProblemEvaluation:
         rates = judged.gt_pass_rates[1:]
         has_gt_tests = bool(judged.gt_tests and judged.gt_tests[0])
         correct = tuple(has_gt_tests and rate == 1.0 for rate in rates)
         scored: list[int] = []
-        classes: list[str] = []
+        classes: list[MutantClass] = []
         if mutants is not None:
             for m in range(len(mutants.compiled)):
                 gt_rows = mutants.gt_tests[m] if mutants.gt_tests else ()
@@ -338,10 +418,13 @@ class SuiteEvaluator:
             suites=tuple(suites),
             candidate_correct=correct,
             candidate_gt_pass_rates=tuple(rates),
-            n_mutants=n_mutants,
+            n_mutants=len(generated),
             n_crashing=classes.count("crashing"),
             n_equivalent=classes.count("equivalent"),
             judgement=judged,
+            mutant_classes=tuple(classes),
+            mutant_changes=tuple(f"line {m.line}: {m.description}" for m in generated),
+            judged_on_suites=len(suites) if mutants is not None else 0,
         )
 
     def _order(self, suite: SuiteVerdict) -> list[tuple[TestStatus, TestCase | None, int | None]]:
