@@ -363,7 +363,7 @@ def _referee_steps(referee: Referee) -> list[tuple[Any, str, str]]:
         (referee_module, "add_candidate_jobs", "_add_candidate_jobs"),
         (referee_module, "score_plan", "_score"),
         (score_module, "grade", "_grade"),
-        (referee_module, "apply_judgement", "_update_book"),
+        (referee_module, "apply_judgements", "_update_book"),
         (plan_module, "program_of", "_program_of"),
         (referee_module, "monitor_referee_batch", "monitor_referee_batch"),
     ]

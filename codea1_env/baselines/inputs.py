@@ -169,8 +169,10 @@ def _int_literal(node: ast.AST) -> int | None:
 def _ints_in(value: Any) -> list[int]:
     if type(value) is int:
         return [value]
-    if type(value) in (list, tuple, set, frozenset):
+    if type(value) in (list, tuple):
         return [i for item in value for i in _ints_in(item)]
+    if type(value) in (set, frozenset):  # in a canonical order, not the hash seed's
+        return [i for item in sorted(value, key=to_source) for i in _ints_in(item)]
     if type(value) is dict:
         return [i for item in value.values() for i in _ints_in(item)]
     return []
@@ -270,7 +272,8 @@ def _random_like(value: Any, hints: InputHints, rng: np.random.Generator) -> Any
         alphabet = sorted(set(value)) or list("abcxyz")
         return "".join(alphabet[int(rng.integers(len(alphabet)))] for _ in range(size))
     if kind in (list, set):
-        pool = list(value) or [0]
+        # a set's items in a canonical order, so the draws do not follow the hash seed
+        pool = (sorted(value, key=to_source) if kind is set else list(value)) or [0]
         items = [_random_like(pool[int(rng.integers(len(pool)))], hints, rng) for _ in range(size)]
         if kind is set:
             return {item for item in items if _hashable(item)}

@@ -80,11 +80,26 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return {"t": [encode(item, _depth + 1) for item in value]}
     if kind is dict:
         return {"d": [[encode(k, _depth + 1), encode(v, _depth + 1)] for k, v in value.items()]}
-    if kind is set:
-        return {"s": [encode(item, _depth + 1) for item in value]}
-    if kind is frozenset:
-        return {"f": [encode(item, _depth + 1) for item in value]}
+    if kind is set or kind is frozenset:
+        # in a canonical order: a set's iteration order follows the process's string hashes
+        items = sorted((encode(item, _depth + 1) for item in value), key=_canonical)
+        return {"s" if kind is set else "f": items}
     raise PlainDataError(f"not plain data: object of type {kind.__qualname__}")
+
+
+def _canonical(encoded: Any) -> str:
+    """A sort key for an encoded set item that no process's hash seed changes.
+
+    Built from this module's own builtins only (not ``json``, whose module a program running in
+    the same process can reach through ``builtins``).
+    """
+    kind = type(encoded)
+    if kind is list:
+        return "[" + ",".join([_canonical(item) for item in encoded]) + "]"
+    if kind is dict:
+        items = sorted(encoded.items())
+        return "{" + ",".join([repr(k) + ":" + _canonical(v) for k, v in items]) + "}"
+    return kind.__name__ + ":" + repr(encoded)
 
 
 def decode(obj: Any, _depth: int = 0) -> Any:
@@ -248,6 +263,7 @@ def to_source(value: Any) -> str:
     if kind in (set, frozenset):
         if not value:
             return "set()" if kind is set else "frozenset()"
-        inner = "{" + ", ".join(to_source(v) for v in value) + "}"
+        # sorted, so the text is the same whatever order this process's hash seed gives
+        inner = "{" + ", ".join(sorted(to_source(v) for v in value)) + "}"
         return inner if kind is set else f"frozenset({inner})"
     return repr(value)
