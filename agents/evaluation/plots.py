@@ -51,7 +51,12 @@ PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "rate",
     ),
     ("mistake_book", "Mistake-book size", ("mistake_book/size",), "entries"),
-    ("kl", "KL to the reference", ("losses/*_kl", "!losses/*_approx_kl"), "KL"),
+    (
+        "kl",
+        "KL to the reference",
+        ("losses/coder_kl", "losses/tester_kl", "losses/shared_kl"),
+        "KL",
+    ),
     (
         "ppo_kl",
         "Policy change per update (PPO approx. KL, old to new)",
@@ -67,10 +72,10 @@ PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 )
 """``(file stem, title, metric keys, y label)`` of each plot.
 
-A key is a name or an ``fnmatch`` glob (``*``); a pattern starting with ``!`` leaves the keys it
-matches out of the plot (``kl`` holds the KL to the frozen reference, ``losses/{player}_kl``, and
-not the PPO estimate ``losses/{player}_approx_kl`` of how far one update moved the policy, which
-``ppo_kl`` plots). See :func:`plot_keys`."""
+A key is a name or an ``fnmatch`` glob (``*``). ``kl`` names the KL to the frozen reference of
+each player (``losses/{player}_kl``), which a glob ``losses/*_kl`` would mix with the PPO estimate
+``losses/{player}_approx_kl`` of how far one update moved the policy, which ``ppo_kl`` plots. See
+:func:`plot_keys`."""
 
 MONITOR_TOTALS = {"monitor/programs", "monitor/tests", "monitor/flagged"}
 """Monitor keys that are totals (what the counts are out of): neither plotted nor flagged."""
@@ -99,22 +104,18 @@ def series_style(index: int) -> tuple[str, str | tuple[float, tuple[float, ...]]
 def plot_keys(rows: Sequence[Mapping[str, Any]], patterns: Sequence[str]) -> list[str]:
     """The keys of ``rows`` a plot with ``patterns`` draws, in pattern order (see :data:`PLOTS`).
 
-    A glob's matches come sorted; a ``!`` pattern removes its matches; the
-    :data:`MONITOR_TOTALS` are never drawn.
+    A glob's matches come sorted; the :data:`MONITOR_TOTALS` are never drawn.
     """
     from fnmatch import fnmatchcase
 
     present: list[str] = []
     for row in rows:
         present += [k for k in row if k != "step" and k not in present]
-    excluded = [p[1:] for p in patterns if p.startswith("!")]
     keys: list[str] = []
     for pattern in patterns:
-        if pattern.startswith("!"):
-            continue
         for key in sorted(present) if "*" in pattern else [pattern]:
             if key in present and fnmatchcase(key, pattern) and key not in keys:
-                if key not in MONITOR_TOTALS and not any(fnmatchcase(key, x) for x in excluded):
+                if key not in MONITOR_TOTALS:
                     keys.append(key)
     return keys
 

@@ -3,8 +3,8 @@
 The coder answers every held-out problem (``eval_samples`` times, at the evaluation temperature
 with a fixed seed); its scores are the mean share of the problems' GT tests its codes pass
 (``coder/gt_pass_rate``) and Code-A1's avg@k with ``k = eval_samples`` (``coder/all_gt_pass``:
-per problem, the share of its samples that pass every GT test, averaged over the problems by
-:func:`codea1_env.evaluation.metrics.avg_at_k`; ``--eval-samples 32`` at temperature 0.7, top-p
+per problem, the share of its samples that pass every GT test, averaged over the problems, as
+:func:`codea1_env.evaluation.metrics.avg_at_k` does; ``--eval-samples 32`` at temperature 0.7, top-p
 0.95 gives the paper's avg@32). The tester then writes one suite against each of the coder's
 codes; its scores are the referee's validity reward (``R_val``), adversarial reward (``R_adv``),
 total reward and the share of suites that fail the code. After RL the tester is also scored on
@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from codea1_env.envs.duel_env import duel_info
-from codea1_env.evaluation.metrics import avg_at_k
 from codea1_env.game.duel import Duel, judge_grid
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
@@ -87,9 +86,10 @@ def evaluate(
 
     Returns:
         ``coder/gt_pass_rate`` (mean share of GT tests passed), ``coder/all_gt_pass`` (avg@k,
-        ``k = samples``: :func:`~codea1_env.evaluation.metrics.avg_at_k` of "passes every GT
-        test"; absent without problems) and, with the tester, ``tester/validity``,
-        ``tester/adversarial``, ``tester/reward`` and ``tester/suites_with_failure``.
+        ``k = samples``: the share of codes passing every GT test, which with ``samples``
+        codes per problem is :func:`~codea1_env.evaluation.metrics.avg_at_k`) and, with the
+        tester, ``tester/validity``, ``tester/adversarial``, ``tester/reward`` and
+        ``tester/suites_with_failure``.
 
     """
     duels = [Duel(p) for p in problems for _ in range(samples)]
@@ -105,13 +105,9 @@ def evaluate(
             duel.play_tests(suite)
     grid = [[[d] for d in duels[i * samples : (i + 1) * samples]] for i in range(len(problems))]
     judgements = judge_grid(referee, grid, update_book=False)
+    # coder/all_gt_pass, the share of all codes passing every GT test, is avg@k: every problem
+    # has ``samples`` codes, so it is the mean over problems of each one's share
     pooled = pooled_metrics(judgements, with_tester)
-    # avg@k: per problem, the share of its samples that pass every GT test, then averaged
-    correct = [[rate >= 1.0 for rate in j.gt_pass_rates] for j in judgements]
-    avg = avg_at_k(correct, samples) if samples >= 1 else None
-    pooled.pop("coder/all_gt_pass", None)
-    if avg is not None:
-        pooled["coder/all_gt_pass"] = avg
     return {key: pooled[key] for key, _label in SUMMARY_ROWS if key in pooled}
 
 
