@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import platform
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -132,22 +135,74 @@ def test_patched_builtins_do_not_change_how_values_are_reported(sandbox: LocalSa
 def test_job_tag_stdout_stderr_and_timings_come_back(sandbox: LocalSandbox) -> None:
     program = "import sys, time\nprint('top')\ndef f(t):\n    time.sleep(t)\n    print('out', t)\n"
     program += "    print('err', file=sys.stderr)\n    return t\n"
-    [result] = sandbox.run([Job(program, calls=("f(0.2)", "f(0)"), limits=FAST, tag="job-7")])
+    wall = dataclasses.replace(FAST, timeout_clock="wall")
+    [result, cpu] = sandbox.run(
+        [
+            Job(program, calls=("f(0.2)", "f(0)"), limits=wall, tag="job-7"),
+            Job(program, calls=("f(0.2)", "f(0)"), limits=FAST),
+        ]
+    )
     assert result.tag == "job-7"
     assert result.stdout == "top\nout 0.2\nout 0\n"
     assert result.stderr == "err\nerr\n"
-    # durations are measured by the trusted parent between records: approximate
-    assert result.calls[0].duration_s >= 0.15
+    # durations are on the timeout clock, kept within what the trusted parent's clock allows
+    assert result.calls[0].duration_s >= 0.15  # wall: the sleep counts
     assert result.calls[1].duration_s < result.calls[0].duration_s
     assert result.wall_s >= 0.2
+    assert cpu.wall_s >= 0.2
+    assert [c.status for c in cpu.calls] == [CallStatus.OK, CallStatus.OK]
+    assert cpu.calls[0].duration_s < 0.1  # CPU (the default): sleeping costs next to none
+
+
+def _busy_sessions(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` processes that spin, each in a session of its own (its own scheduling group)."""
+    spin = "import os\nos.setsid()\nwhile True: pass"
+    return [
+        subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+
+
+def test_a_loaded_machine_gives_the_verdicts_of_an_idle_one(sandbox: LocalSandbox) -> None:
+    # A call of about 0.3 s of CPU under a 0.6 s limit, once with busy processes beside it on
+    # every core: its wall time then passes the limit (checked, so that the load is real), and
+    # a CPU-clock limit still lets it finish, with the same value and about the same duration
+    # as when the machine is idle. A wall-clock limit times it out (the control).
+    program = (
+        "import time\n"
+        "def f(n):\n"
+        "    t = time.process_time()\n"
+        "    while time.process_time() - t < 0.3: pass\n"
+        "    return n\n"
+    )
+    cpu = Limits(call_timeout_s=0.6, cpu_time_s=10.0, wall_backstop_factor=40.0)
+    wall = dataclasses.replace(cpu, timeout_clock="wall")
+    [idle] = sandbox.run([Job(program, calls=("f(1)",), limits=cpu)])
+    assert idle.calls[0].status is CallStatus.OK
+    burners = _busy_sessions(4 * (os.cpu_count() or 1))
+    try:
+        time.sleep(0.3)
+        [loaded, control] = sandbox.run(
+            [Job(program, calls=("f(1)",), limits=cpu), Job(program, calls=("f(1)",), limits=wall)]
+        )
+    finally:
+        for proc in burners:
+            proc.kill()
+            proc.wait()
+    assert loaded.wall_s > 0.6, "the busy processes did not slow the call down"
+    assert loaded.calls[0].status is CallStatus.OK, loaded.calls[0]
+    assert loaded.calls[0].value == idle.calls[0].value == 1
+    assert 0.29 <= loaded.calls[0].duration_s < 0.45  # its CPU time, as when idle
+    assert control.calls[0].status is CallStatus.TIMEOUT
+    assert "wall-clock limit" in control.calls[0].error
 
 
 # --------------------------------------------------------------------------- statuses
 
 STATUS_CASES = [
     ("def f(): return 1 // 0", "f()", CallStatus.EXCEPTION, "ZeroDivisionError"),
-    ("def f():\n    while True: pass", "f()", CallStatus.TIMEOUT, "wall-clock"),
-    ("import time\ndef f(): time.sleep(5)", "f()", CallStatus.TIMEOUT, "wall-clock"),
+    ("def f():\n    while True: pass", "f()", CallStatus.TIMEOUT, "CPU time limit of the call"),
+    ("import time\ndef f(): time.sleep(5)", "f()", CallStatus.TIMEOUT, "wall-clock backstop"),
     ("def f(): return bytearray(10**9)", "f()", CallStatus.MEMORY, "MemoryError"),
     ("import os, signal\ndef f(): os.kill(os.getpid(), signal.SIGSEGV)", "f()", "crash", "SIGSEGV"),
     ("import os\ndef f(): os._exit(0)", "f()", CallStatus.EARLY_EXIT, "code 0"),
@@ -227,7 +282,8 @@ def test_calls_after_a_death_run_in_a_fresh_child(sandbox: LocalSandbox) -> None
 def test_after_three_timeouts_the_rest_is_not_run(sandbox: LocalSandbox) -> None:
     program = "import time\ndef f(): time.sleep(10)\n"
     started = time.monotonic()
-    result = run_one(sandbox, program, *["f()"] * 6)
+    wall = dataclasses.replace(FAST, timeout_clock="wall")
+    result = run_one(sandbox, program, *["f()"] * 6, limits=wall)
     assert statuses(result) == [CallStatus.TIMEOUT] * 6
     assert all("not run" in c.error for c in result.calls[MAX_TIMEOUTS_PER_JOB:])
     assert result.events["killed_by_timer"] == MAX_TIMEOUTS_PER_JOB
@@ -242,7 +298,8 @@ def test_after_three_timeouts_the_rest_is_not_run(sandbox: LocalSandbox) -> None
         ("raise ValueError('boom')", CallStatus.EXCEPTION, "ValueError: boom"),
         ("import sys\nsys.exit(0)", CallStatus.EARLY_EXIT, "SystemExit"),
         ("import os\nos._exit(0)", CallStatus.EARLY_EXIT, "code 0"),
-        ("while True: pass", CallStatus.TIMEOUT, "wall-clock"),
+        ("while True: pass", CallStatus.TIMEOUT, "CPU time limit of the setup (0.5s)"),
+        ("import time\ntime.sleep(10)", CallStatus.TIMEOUT, "wall-clock backstop (2.5s)"),
         ("x = bytearray(10**9)", CallStatus.MEMORY, "MemoryError"),
     ],
 )
@@ -467,8 +524,9 @@ def test_durations_of_quick_calls_are_the_childs_own_measure(sandbox: LocalSandb
     # below 4 ms (seen in CI beside a training run), so that too is an attempt to retry.
     program = "import time\ndef f(t):\n    time.sleep(t)\n    return t\n"
     seen: list[list[float]] = []
+    wall = dataclasses.replace(FAST, timeout_clock="wall")
     for _ in range(5):
-        [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=FAST)])
+        [result] = sandbox.run([Job(program, calls=("f(0)", "f(0.004)", "f(0)"), limits=wall)])
         durations = [call.duration_s for call in result.calls]
         assert all(call.ok for call in result.calls), result
         assert durations[1] <= result.wall_s
@@ -689,6 +747,10 @@ def test_a_compact_record_is_parsed() -> None:
         ({"max_open_files": 10**9}, r"max_open_files .*1,048,576"),
         ({"max_output_bytes": -1}, r"max_output_bytes = -1"),
         ({"max_processes": True}, r"max_processes = True"),
+        ({"timeout_clock": "cpu_time"}, r"timeout_clock = 'cpu_time' .*one of \('cpu', 'wall'\)"),
+        ({"timeout_clock": ["cpu"]}, r"timeout_clock = \['cpu'\]"),
+        ({"wall_backstop_factor": 1}, r"wall_backstop_factor = 1 is invalid: expected .*> 1"),
+        ({"wall_backstop_factor": float("inf")}, r"wall_backstop_factor = inf"),
     ],
 )
 def test_limits_out_of_what_the_sandbox_enforces_are_refused_when_built(

@@ -339,12 +339,56 @@ def test_audit_records_do_not_extend_a_deadline(sandbox: Sandbox) -> None:
         """        send('{"k":"audit","c":{"kill":1}}')\n"""
         "        time.sleep(0.05)"
     )
-    limits = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=5.0)
+    limits = Limits(call_timeout_s=0.5, setup_timeout_s=2.0, cpu_time_s=5.0, timeout_clock="wall")
     started = time.monotonic()
     result = run_one(sandbox, program, limits=limits)
     assert result.calls[0].status is CallStatus.TIMEOUT
     assert time.monotonic() - started < 2.5
     assert audit(result) == {"kill": 1}
+
+
+def test_audit_records_do_not_extend_a_cpu_deadline(sandbox: Sandbox) -> None:
+    # 59 rounds of 0.05 s of CPU each, an audit record after each: the call's 0.5 s of CPU ends
+    # it, not the wall-clock backstop (50 x 0.5 s), whatever the machine's load.
+    program = forge(
+        "import time\n"
+        "    for i in range(1, 60):\n"
+        """        send('{"k":"audit","c":{"kill":1}}')\n"""
+        "        t = time.process_time()\n"
+        "        while time.process_time() - t < 0.05: pass"
+    )
+    limits = Limits(call_timeout_s=0.5, cpu_time_s=10.0, wall_backstop_factor=50.0)
+    result = run_one(sandbox, program, limits=limits)
+    assert result.calls[0].status is CallStatus.TIMEOUT
+    assert "CPU time limit of the call (0.5s)" in result.calls[0].error
+    assert audit(result) == {"kill": 1}
+
+
+@pytest.mark.parametrize("claim", ["1e9", "-5.0", '"x"', "1e999"])
+def test_a_forged_cpu_claim_gains_at_most_the_wall_clock_backstop(
+    sandbox: Sandbox, claim: str
+) -> None:
+    # Call 0 forges its own record with a CPU time of its choosing, then computes forever
+    # in what the trusted side takes for call 1, whose CPU budget counts from that claim. A
+    # claim above the child's real CPU time is capped by the kernel's figure (so the call
+    # gets up to the backstop); one that is no time counts from zero.
+    program = forge(
+        """send('{"k":"call","i":0,"s":"ok","v":7,"c":%s}' % CLAIM)\n"""
+        "    while True: pass"
+    ).replace("CLAIM", repr(claim))
+    limits = Limits(call_timeout_s=0.3, cpu_time_s=10.0, wall_backstop_factor=4.0)
+    started = time.monotonic()
+    result = run_one(sandbox, program, ("f()", "g()", "g()"), limits=limits)
+    elapsed = time.monotonic() - started
+    assert result.calls[0].value == 7  # what it forged, for itself
+    assert result.calls[1].status is CallStatus.TIMEOUT
+    if claim == "1e9":
+        assert "wall-clock backstop (1.2s)" in result.calls[1].error
+        assert elapsed >= 1.2
+    else:
+        assert "CPU time limit of the call (0.3s)" in result.calls[1].error
+    assert elapsed < 1.2 + 5.0
+    assert result.calls[2].value == 8  # the next call runs in a fresh child
 
 
 # --------------------------------------------------------------------------- docker

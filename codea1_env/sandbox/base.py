@@ -13,7 +13,7 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 __all__ = [
     "CallResult",
@@ -40,7 +40,7 @@ class CallStatus(str, enum.Enum):
     EXCEPTION = "exception"
     """Raised an exception; ``CallResult.error`` holds ``"Type: message"``."""
     TIMEOUT = "timeout"
-    """Ran past its wall-clock or CPU limit and was killed."""
+    """Ran past its time limit (the call's, the setup's or the job's CPU limit) and was killed."""
     MEMORY = "memory"
     """Exceeded its memory limit (``MemoryError`` or killed by the memory limit)."""
     CRASH = "crash"
@@ -64,9 +64,21 @@ class Limits:
     """
 
     call_timeout_s: float = 2.0
-    """Wall-clock seconds for one call (or one stdin run); the write-up's guidance: 1-5 s."""
+    """Seconds for one call (or one stdin run), on the ``timeout_clock``; the write-up's
+    guidance: 1-5 s."""
     setup_timeout_s: float = 5.0
-    """Wall-clock seconds to compile and execute the program's top level (imports, definitions)."""
+    """Seconds to compile and execute the program's top level (imports, definitions), on the
+    ``timeout_clock``."""
+    timeout_clock: Literal["cpu", "wall"] = "cpu"
+    """What the call and setup timeouts count: ``cpu``, the program's own CPU time (read by the
+    trusted side from the kernel), so a loaded machine gives the verdicts of an idle one, and a
+    call that waits without computing is stopped by the wall-clock backstop
+    (``wall_backstop_factor`` times the timeout); or ``wall``, wall-clock time, as the authors'
+    harness counts (verdicts of calls near the limit then depend on the machine's load)."""
+    wall_backstop_factor: float = 5.0
+    """With ``timeout_clock="cpu"``: a call (or the setup) is also stopped after this many times
+    its timeout of wall-clock time (a program that sleeps, blocks, or computes in a process it
+    forked uses little CPU of its own)."""
     cpu_time_s: float = 20.0
     """CPU seconds for the whole job (RLIMIT_CPU)."""
     memory_mb: int = 1024
@@ -92,6 +104,8 @@ class Limits:
             LimitsError: the first field out of range, its value and what it takes.
 
         """
+        if self.timeout_clock not in TIMEOUT_CLOCKS:
+            raise LimitsError("timeout_clock", self.timeout_clock, f"one of {TIMEOUT_CLOCKS}")
         for name, (low, high, kind) in LIMIT_RANGES.items():
             value = getattr(self, name)
             typed = isinstance(value, (int, float) if kind is float else int)
@@ -107,6 +121,7 @@ class Limits:
 LIMIT_RANGES: dict[str, tuple[float, float, type]] = {
     "call_timeout_s": (0, 86_400, float),  # a day: a timeout of 1e300 s overflows the clock
     "setup_timeout_s": (0, 86_400, float),
+    "wall_backstop_factor": (1, 1_000, float),
     "cpu_time_s": (0, 86_400, float),
     "memory_mb": (1, 1 << 32, int),  # RLIMIT_AS in bytes stays far inside 64 bits
     "max_processes": (1, 1 << 22, int),  # the kernel's largest pid_max
@@ -117,6 +132,9 @@ LIMIT_RANGES: dict[str, tuple[float, float, type]] = {
 }
 """Each limit's ``(lowest, highest, type)``: what the sandbox can enforce on every backend. A
 float limit must be above its lowest value, an int limit at least it."""
+
+TIMEOUT_CLOCKS: tuple[str, ...] = ("cpu", "wall")
+"""The values :attr:`Limits.timeout_clock` takes."""
 
 
 class LimitsError(ValueError):
@@ -184,9 +202,10 @@ class CallResult:
         value: The returned plain value (function mode) or captured stdout (stdio mode) when
             ``status`` is OK; otherwise None.
         error: ``"ExceptionType: message"`` or a short reason, truncated; empty when OK.
-        duration_s: Wall-clock seconds the call took: the job child's own measure, kept within
-            the interval the trusted side's clock allows; for a call that ended its child
-            (timeout, crash, exit), the trusted side's time from its start to the exit.
+        duration_s: Seconds the call took on the limits' ``timeout_clock`` (with ``"cpu"``
+            its CPU time, with ``"wall"`` its wall-clock time): the job child's own measure,
+            kept within the interval the trusted side's clock allows; for a call that ended its
+            child (timeout, crash, exit), the trusted side's wall time from its start to the exit.
         coverage: Coverage jobs only (``Job.coverage``), for a call whose child reported: the
             raw arcs ``(from_line, to_line)`` of the program's own code that running its top
             level and then this call executed (a negative line ``-F`` is the entry or exit of

@@ -90,6 +90,8 @@ KILL_WAIT_S = 10.0
 """How long the zygote may take to report a killed child before the worker counts as broken."""
 DRAIN_WAIT_S = 1.0
 """How long to wait for pipes to reach end-of-file after the zygote reported the exit."""
+MIN_RECHECK_S = 0.02
+"""With CPU timeouts: the shortest wait before the child's CPU time is read again."""
 QUIET_START_S = 0.01
 """How long after a spawn the parent waits for the child's pipes to close before it reads."""
 MAX_AUDIT_RECORDS = 2 * len(AUDIT_KEYS)
@@ -225,6 +227,7 @@ class ChildRun:
         results: One result per call record received, in order.
         exit: The zygote's exit report (``code``, ``signal``, ``cpu_s``...).
         timed_out: The parent killed the child at a setup or call deadline.
+        timeout_reason: Which limit that was, in words (empty: the wall-clock limit).
         lingered: The child was killed because it did not exit after its last record.
         violation: Why the result channel was rejected, empty when it was not.
         audit: Runtime telemetry the child reported (key of :data:`~.protocol.AUDIT_KEYS` ->
@@ -239,6 +242,7 @@ class ChildRun:
     results: list[CallResult] = field(default_factory=list)
     exit: dict[str, Any] | None = None
     timed_out: bool = False
+    timeout_reason: str = ""
     lingered: bool = False
     violation: str = ""
     audit: dict[str, int] = field(default_factory=dict)
@@ -257,7 +261,7 @@ class ChildRun:
         if self.violation:
             return CallStatus.CRASH, f"malformed result channel: {self.violation}"
         if self.timed_out:
-            return CallStatus.TIMEOUT, "wall-clock limit exceeded"
+            return CallStatus.TIMEOUT, self.timeout_reason or "wall-clock limit exceeded"
         info = self.exit or {}
         sig = info.get("signal")
         cpu = float(info.get("cpu_s") or 0.0)
@@ -355,6 +359,15 @@ class ChildSession:
         # The last status record was read at ``last`` and arrived no earlier than ``last_after``.
         self.last = self.last_after = self.spawned
         self.deadline = self.spawned + limits.setup_timeout_s
+        # CPU timeouts (limits.timeout_clock == "cpu"): the deadline above is the earliest
+        # moment the phase can be over; when it passes, the zygote reads the child's CPU time
+        # and the deadline moves by what is left of the budget, up to the wall-clock backstop.
+        self.cpu_clock = limits.timeout_clock == "cpu"
+        self.budget = limits.setup_timeout_s  # seconds of the phase in progress
+        self.backstop = self.spawned + limits.setup_timeout_s * limits.wall_backstop_factor
+        self.cpu_base = 0.0  # the child's CPU time when the phase began (its own claim)
+        self.cpu_mark: float | None = 0.0  # the CPU time claimed by the last status record
+        self.cpu_asked: tuple[str, int] | None = None  # (phase, index) of an unanswered query
         self.drain_deadline = 0.0
         self.quiet_until: float | None = self.spawned + QUIET_START_S  # None once awake
         self.arrival_floor: float | None = None  # set while reading what came in the quiet time
@@ -526,6 +539,10 @@ class ChildSession:
         op = message.get("op")
         if op == "error":
             raise WorkerBroken(f"{self.name}: {message.get('reason')}")
+        if op == "cpu":
+            if message.get("id") == self.job_id and self.cpu_asked is not None:
+                self._cpu_answered(message.get("cpu_s"))
+            return
         if op != "exit":
             return
         if message.get("id") == self.job_id:
@@ -540,10 +557,49 @@ class ChildSession:
         if self.kill_sent:
             raise WorkerBroken(f"{self.name}: a killed child was never reported")
         if self.phase in ("setup", "call"):
+            if self.cpu_clock:
+                if time.monotonic() < self.backstop:
+                    self._ask_cpu()
+                    return
+                backstop = self.budget * self.limits.wall_backstop_factor
+                self.run.timeout_reason = f"wall-clock backstop ({backstop:g}s) exceeded"
             self.run.timed_out = True
         elif self.phase == "done":
             self.run.lingered = True
         self._kill()
+
+    def _ask_cpu(self) -> None:
+        """Ask the zygote for the child's CPU time; wait for the answer up to the backstop."""
+        if self.cpu_asked is None:
+            send_message(self.control, {"op": "cpu", "id": self.job_id})
+            self.cpu_asked = (self.phase, self.index)
+        self.deadline = self.backstop
+
+    def _cpu_answered(self, cpu: Any) -> None:
+        """Time the phase out, or move its deadline by the CPU budget it has left.
+
+        The budget is counted from the CPU time the child claimed in its last record (a child
+        that lies can only gain time up to the backstop, which is kept by the wall clock).
+        """
+        asked, self.cpu_asked = self.cpu_asked, None
+        if self.kill_sent or self.run.exit is not None or asked != (self.phase, self.index):
+            return  # a record arrived meanwhile and set the next deadline, or the child is gone
+        if type(cpu) not in (int, float) or not 0.0 <= cpu < float("inf"):
+            # unreadable here (or gone, with the report on its way): the wall clock decides
+            self.run.timed_out = True
+            self._kill()
+            return
+        used = cpu - min(self.cpu_base, cpu)
+        if used >= self.budget:
+            what = "setup" if self.phase == "setup" else "call"
+            self.run.timeout_reason = f"CPU time limit of the {what} ({self.budget:g}s) exceeded"
+            self.run.timed_out = True
+            self._kill()
+            return
+        wait = self.budget - used
+        self.deadline = min(
+            time.monotonic() + (wait if wait > MIN_RECHECK_S else MIN_RECHECK_S), self.backstop
+        )
 
     def _kill(self) -> None:
         if not self.kill_sent:
@@ -590,7 +646,11 @@ class ChildSession:
                 break
             self.last, self.last_after = now, after
             if self.phase == "call":
-                self.deadline = now + self.limits.call_timeout_s
+                budget = self.limits.call_timeout_s
+                self.deadline = now + budget
+                self.budget = budget
+                self.backstop = now + budget * self.limits.wall_backstop_factor
+                self.cpu_base = self.cpu_mark or 0.0
             elif self.phase == "done":
                 self.deadline = now + FINISH_GRACE_S
         del buffer[:taken]
@@ -620,6 +680,7 @@ class ChildSession:
                 return False
             if arcs is not None:
                 self.setup_arcs = arcs
+            self._mark_cpu(obj)
             self.run.setup = (status, error)
             self.phase = "call" if status == "ok" and self.index < self.end else "done"
             return True
@@ -639,7 +700,13 @@ class ChildSession:
                 return False
         shortest, longest = after - self.last, now - self.last_after
         claimed = obj.get("d")
-        if type(claimed) is not float or claimed != claimed:  # missing, forged or NaN
+        previous = self.cpu_mark
+        self._mark_cpu(obj)
+        if self.cpu_clock and previous is not None and self.cpu_mark is not None:
+            # the call's CPU time by the child's own clock, kept within its wall time
+            duration = self.cpu_mark - previous
+            duration = 0.0 if duration < 0.0 else longest if duration > longest else duration
+        elif type(claimed) is not float or claimed != claimed:  # missing, forged or NaN
             duration = longest
         elif claimed > longest:
             duration = longest
@@ -654,6 +721,12 @@ class ChildSession:
         self.index += 1
         self.phase = "done" if self.index >= self.end else "call"
         return True
+
+    def _mark_cpu(self, obj: dict[str, Any]) -> None:
+        """Keep the CPU time a status record claims (``"c"``); None when it is not a time."""
+        claimed = obj.get("c")
+        ok = type(claimed) is float and 0.0 <= claimed < float("inf")
+        self.cpu_mark = claimed if ok else None
 
     def _violation(self, reason: str) -> None:
         self.run.violation = reason

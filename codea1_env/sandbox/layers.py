@@ -42,7 +42,7 @@ LAYERS: dict[str, str] = {
     "scrubbed_env": "the job's environment holds only a few fixed variables",
     "closed_stdin": "in function mode the job's stdin is empty",
     "output_cap": "stdout/stderr beyond the limit are discarded by the trusted side",
-    "wall_timeout": "the trusted side SIGKILLs the job's process group at its wall-clock limit",
+    "wall_timeout": "the trusted side SIGKILLs the job's process group at its time limit",
 }
 """Every layer name, with a one-line meaning."""
 

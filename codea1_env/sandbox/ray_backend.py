@@ -73,8 +73,13 @@ def _import_ray() -> Any:
 
 
 def job_time_bound(job: Job) -> float:
-    """Longest a healthy worker can take on ``job``, in seconds (its limits, plus 1 s of slack)."""
-    return job.limits.setup_timeout_s + job.n_calls * job.limits.call_timeout_s + 1.0
+    """Longest a healthy worker can take on ``job``, in seconds (its limits, plus 1 s of slack).
+
+    With CPU timeouts a phase may last up to its wall-clock backstop.
+    """
+    limits = job.limits
+    scale = limits.wall_backstop_factor if limits.timeout_clock == "cpu" else 1.0
+    return (limits.setup_timeout_s + job.n_calls * limits.call_timeout_s) * scale + 1.0
 
 
 class SandboxActor:

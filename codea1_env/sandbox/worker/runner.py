@@ -92,6 +92,7 @@ def describe_exception(exc: BaseException) -> str:
 _type = type
 _getpid = os.getpid
 _clock = time.perf_counter
+_cpu_clock = time.process_time
 _str = str
 _BaseException = BaseException
 _get_recursion_limit = sys.getrecursionlimit
@@ -546,9 +547,13 @@ class JobRunner:
         """Send one status record, preceded by the audit totals when they changed.
 
         In a coverage job the record gets the arcs traced since the previous one (``"cov"``).
+        Every status record ends with the process's CPU time so far (``"c"``, seconds, all its
+        threads): where the next call's CPU time starts, for the trusted side's CPU timeout.
         """
         if self.tracer is not None:
-            record = f'{record[:-1]},"cov":[{self.tracer.take()}]}}'
+            record = f'{record[:-1]},"cov":[{self.tracer.take()}],"c":{_cpu_clock():.6f}}}'
+        else:
+            record = f'{record[:-1]},"c":{_cpu_clock():.6f}}}'
         if self.audit.dirty and not _write_frame(self.audit.record()):
             real_exit(EXIT_RUNNER_ERROR)
         if not _write_frame(record):

@@ -3,7 +3,8 @@
 Runs inside the sandbox (imported by ``entry.py`` as the top-level ``zygote``; standard library
 only). It receives a configuration message, pre-imports common modules, probes the isolation a
 child actually gets, then answers control messages: ``spawn`` (with four descriptors attached),
-``kill``, ``stats`` and ``quit``. It never reads a job's program, inputs or outputs,
+``kill``, ``cpu`` (a running child's CPU time, for the trusted side's CPU timeouts), ``stats`` and
+``quit``. It never reads a job's program, inputs or outputs,
 so a forked child cannot find other jobs' data in inherited memory (the zygote rule). After each
 child exits it kills whatever the job left behind, removes the scratch directory and reports the
 exit status and CPU time.
@@ -65,6 +66,8 @@ from protocol import (
     trusted_builtins,
 )
 from runner import JobRunner, describe_exception, prepare_interpreter, real_exit, real_write
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class Zygote:
@@ -233,6 +236,12 @@ class Zygote:
                     self._kill_group(pid)
             for fd in fds:
                 os.close(fd)
+        elif op == "cpu":
+            for fd in fds:
+                os.close(fd)
+            job_id = message.get("id")
+            reply = {"op": "cpu", "id": job_id, "cpu_s": self._cpu_of(job_id)}
+            send_message(self.control, reply)
         elif op == "stats":
             for fd in fds:
                 os.close(fd)
@@ -241,6 +250,27 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
             send_message(self.control, {"op": "error", "reason": f"bad control message {op!r}"})
+
+    def _cpu_of(self, job_id: Any) -> float | None:
+        """CPU seconds the job's child has used (all its threads), None when it cannot be read.
+
+        Read from ``/proc/PID/stat`` (user + system time, in clock ticks), which the child
+        cannot forge. None when the child is gone, or when the ``/proc`` mounted here is not of
+        this process's pid namespace (the entry's parent is then not this zygote): the trusted
+        side then keeps the wall-clock deadline.
+        """
+        for pid, child in self.children.items():
+            if child["id"] != job_id or child["killed"]:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+                if int(fields[1]) != os.getpid():
+                    return None
+                return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+            except (OSError, IndexError, ValueError):
+                return None
+        return None
 
     def _drain_wakeups(self) -> None:
         try:
