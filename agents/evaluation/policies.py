@@ -281,7 +281,7 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
     try:
         from agents.lm.transformers_lm import TransformersLM
         from agents.players.policy import CoderPolicy, SamplingParams, TesterPolicy
-        from agents.players.prompts import prompt_style
+        from agents.players.prompts import prompt_style, with_system_prompt
         from agents.training.saved_players import (
             load_saved_player,
             resolve_checkpoint,
@@ -300,7 +300,9 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
 
     def load(role: str) -> Any:
         model, tokenizer = load_saved_player(ckpt, config, role)
-        return TransformersLM(model, tokenizer, chat_template=style.chat_template)
+        return TransformersLM(
+            model, tokenizer, chat_template=style.chat_template, system_prompt=style.system(role)
+        )
 
     def params(budget: int) -> Any:
         return SamplingParams(
@@ -319,7 +321,11 @@ def _checkpoint(name: str, spec: str, path: Path, settings: EvalSettings) -> Loa
     )
     tester = None
     if config.mode != "golden":
-        tester_lm = coder_lm if config.mode == "self-play" else load("tester")
+        tester_lm = (
+            with_system_prompt(coder_lm, style.system("tester"))
+            if config.mode == "self-play"
+            else load("tester")
+        )
         tester = TesterPolicy(
             tester_lm,
             template=style.tester,

@@ -10,12 +10,17 @@ Fields a template may use (all optional):
 
 Literal braces in a template are doubled (``{{`` and ``}}``), as ``str.format`` wants.
 
-Two families:
+Three families:
 
 - ``*_PROMPT``: instructions in the spirit of the Code-A1 paper, for instruction-tuned chat models.
   The coder answers with the complete function in a fenced ``python`` block; the tester reads the
   question and the candidate code (white-box) and answers with exactly ``num_tests`` lines
   ``assert entry_point(...) == ...`` in a fenced block, aiming at inputs the code gets wrong.
+- ``*_AUTHORS`` (with ``*_AUTHORS_SYSTEM``): the Code-A1 authors' own messages, word for word, a
+  system message and a user message per role (see the constants for their sources). The system
+  message is not part of the template: the language model adds it (``system_prompt`` of
+  :class:`~agents.lm.transformers_lm.TransformersLM`; :func:`with_system_prompt`) when it renders
+  the prompt with the tokenizer's chat template.
 - ``*_COMPACT``: short, regular prompts for the tiny CPU models, which take plain text. They end
   with an opened code fence (```` ```python ````) and no newline, so the model itself emits the
   newline and the code: a prompt that ends in a newline right before indented code (``"):\n"``)
@@ -25,16 +30,22 @@ Two families:
 
 from __future__ import annotations
 
+import copy
 import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
+    "CODER_AUTHORS",
+    "CODER_AUTHORS_SYSTEM",
     "CODER_COMPACT",
     "CODER_PROMPT",
+    "PROMPT_STYLES",
     "TEMPLATE_FIELDS",
+    "TESTER_AUTHORS",
+    "TESTER_AUTHORS_SYSTEM",
     "TESTER_COMPACT",
     "TESTER_PROMPT",
     "PromptStyle",
@@ -42,6 +53,7 @@ __all__ = [
     "close_code_block",
     "ends_with_open_fence",
     "prompt_style",
+    "with_system_prompt",
 ]
 
 TEMPLATE_FIELDS: frozenset[str] = frozenset({"prompt", "entry_point", "code", "num_tests"})
@@ -94,6 +106,66 @@ TESTER_COMPACT = """\
 ```
 ### {num_tests} tests that break the code
 ```python"""
+
+# The Code-A1 authors' prompts (github.com/ZJU-REAL/Code-A1, commit e3bc368), kept verbatim as
+# data. Both go through the tokenizer's chat template with add_generation_prompt=True.
+#
+# Coder: the "prompt" column of Code-A1/code/rl/val_data/validation_data_mix.parquet (the same
+# two messages in all 542 rows, HumanEval+ and MBPP+), which verl's RLHFDataset renders
+# (data.prompt_key "prompt"); the question is the problem as the coder sees it (signature and
+# docstring). The training parquet, kodcode_hard_dual_model_training_data_mix.parquet, is not in
+# the released snapshot (its blob is missing), so its coder messages could not be compared.
+CODER_AUTHORS_SYSTEM = "You are a helpful code completion assistant."
+CODER_AUTHORS = """\
+Given the following Question, complete the function. Output the complete function inside \
+'```python ... ```' code block, and do not output anything else.
+
+Question:
+{prompt}"""
+
+# Tester: Code-A1/code/rl/trainer_a1.py, RayA1Trainer._prepare_model_b_batch_phase2: the system
+# message at line 443, the user message at lines 444-468 (the f-string of the non-"sft" branch,
+# which opens with a newline and ends with one: both kept). The question is their
+# `clean_description`, the code the coder's extracted program (`extract_code_from_response`,
+# stripped of newlines). Their "8" is {num_tests} here (TrainConfig.k, 8 by default), so K = 8
+# renders their text exactly. Not reproduced: the shorter user message of line 444 they use for a
+# tester checkpoint whose path contains "sft".
+TESTER_AUTHORS_SYSTEM = "You are a helpful test case generation assistant."
+TESTER_AUTHORS = """
+# Role
+You are specializing in finding specific inputs that cause `Buggy Code` to behave differently \
+from the requirements (`Question`).
+
+# Task
+Generate {num_tests} assertion-based test cases to detect bugs for the function in `Buggy Code` \
+according to the `Question`.
+
+# Strategy
+1. **Attack Logic Gaps**: Analyze where the `Buggy Code` logic might be "too simple" compared to \
+the `Question`. Construct input `parameters` that hit these blind spots (e.g., missing \
+constraints, misinterpreted rules, over-simplified logic).
+2. **Prioritize Complexity**: Prefer complex input `parameters` (e.g., boundary values, nested \
+loops, compound conditions, rare branches) over simple ones. Ensure every logical branch is \
+stressed and every potential issue is covered.
+3. **Zero Redundancy**: Do not brute-force generating trivial or repetitive tests. Only the first \
+few generated tests will be evaluated, so quality and ordering matter more than quantity.
+
+# Context
+Question:
+{prompt}
+
+Buggy Code:
+```python
+{code}
+```
+
+# Output Format
+Output ALL the assert statements inside ONE '```python ... ```' code block.
+Format: 'assert function_name(parameters) == answer'
+"""
+
+PROMPT_STYLES: tuple[str, ...] = ("chat", "compact", "authors")
+"""The names :func:`prompt_style` takes (``TrainConfig.prompt_style``)."""
 
 _OPEN_FENCE_AT_END = re.compile(r"```[\w+.-]*[ \t]*\Z")
 
@@ -214,6 +286,9 @@ class PromptStyle:
         tester: The tester's template text.
         stop: The stop strings of every rollout.
         chat_template: ``None``: the tokenizer's chat template (when it has one); ``False``: none.
+        coder_system: The coder's system message (``None``: none; the chat template may then
+            insert its default one, as Qwen2.5's does). Shown only through a chat template.
+        tester_system: The tester's system message, likewise.
 
     """
 
@@ -221,14 +296,58 @@ class PromptStyle:
     tester: str
     stop: tuple[str, ...]
     chat_template: bool | None
+    coder_system: str | None = None
+    tester_system: str | None = None
+
+    def system(self, role: str) -> str | None:
+        """The system message of ``role`` (``"coder"`` or ``"tester"``)."""
+        if role not in ("coder", "tester"):
+            raise ValueError(f"unknown role {role!r}: expected 'coder' or 'tester'")
+        return self.coder_system if role == "coder" else self.tester_system
 
 
 def prompt_style(style: str) -> PromptStyle:
     """The templates, stop strings and chat-template use of a prompt style.
 
     ``"chat"``: the paper-style instructions, in the tokenizer's chat template, no stop string;
-    ``"compact"``: the tiny models' short prompts, no chat template, stopping at a closing fence.
+    ``"compact"``: the tiny models' short prompts, no chat template, stopping at a closing fence;
+    ``"authors"``: the Code-A1 authors' system and user messages (:data:`CODER_AUTHORS`,
+    :data:`TESTER_AUTHORS`), in the tokenizer's chat template, no stop string. Without a chat
+    template a prompt is its user message as plain text, and the system message is not shown.
+
+    Raises:
+        ValueError: For a name outside :data:`PROMPT_STYLES`.
+
     """
     if style == "compact":
         return PromptStyle(CODER_COMPACT, TESTER_COMPACT, ("```",), False)
-    return PromptStyle(CODER_PROMPT, TESTER_PROMPT, (), None)
+    if style == "authors":
+        return PromptStyle(
+            CODER_AUTHORS,
+            TESTER_AUTHORS,
+            (),
+            None,
+            coder_system=CODER_AUTHORS_SYSTEM,
+            tester_system=TESTER_AUTHORS_SYSTEM,
+        )
+    if style == "chat":
+        return PromptStyle(CODER_PROMPT, TESTER_PROMPT, (), None)
+    raise ValueError(f"unknown prompt style {style!r}: expected one of {PROMPT_STYLES}")
+
+
+_LM = TypeVar("_LM")
+
+
+def with_system_prompt(lm: _LM, system: str | None) -> _LM:
+    """``lm`` with ``system`` as its system message: a shallow copy when that changes it.
+
+    The copy shares the model, tokenizer and engine of ``lm`` (it only renders prompts
+    differently), so one model can play both roles with each role's system message (self-play).
+    ``system=None`` (no system message for this role) returns ``lm`` unchanged, and so does an
+    ``lm`` that already has ``system``.
+    """
+    if system is None or getattr(lm, "system_prompt", None) == system:
+        return lm
+    view = copy.copy(lm)
+    view.system_prompt = system  # type: ignore[attr-defined]
+    return view

@@ -172,10 +172,12 @@ class TrainConfig:
         "down_proj",
     )
     """Module names that receive LoRA adapters."""
-    prompt_style: Literal["chat", "compact"] = "chat"
+    prompt_style: Literal["chat", "compact", "authors"] = "chat"
     """``chat``: the paper-style instructions (wrapped in the chat template when the tokenizer has
     one); ``compact``: the short prompts of the tiny CPU models
-    (``agents.players.prompts.*_COMPACT``)."""
+    (``agents.players.prompts.*_COMPACT``); ``authors``: the Code-A1 authors' own system and user
+    messages for both roles, word for word (``agents.players.prompts.*_AUTHORS``; in the chat
+    template when the tokenizer has one)."""
     generation_backend: GenerationBackend = "auto"
     """``auto`` (vLLM when installed and a GPU is present, else transformers), ``transformers``
     or ``vllm``."""

@@ -2,7 +2,8 @@
 
 The trainer talks to its live models through :class:`agents.lm.transformers_lm.TransformersLM` and
 renders the players' prompts with the editable templates of :mod:`agents.players.prompts` (the
-paper's instructions for chat models, the compact ones for the tiny CPU models). Every observation
+paper's instructions for chat models, the compact ones for the tiny CPU models, or the authors'
+own messages, with each role's system message). Every observation
 comes from the env's game layer: a :class:`~codea1_env.game.duel.Duel` per (problem, code), the
 coder's move played with :meth:`~codea1_env.game.duel.Duel.play_code` (move checks, code extraction,
 the ``anonymize_code`` option) and observed with :func:`codea1_env.game.spaces.observe` (clipping),
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from agents.lm.interfaces import Generation, SamplingParams
-from agents.players.prompts import PromptTemplate, prompt_style
+from agents.players.prompts import PromptTemplate, prompt_style, with_system_prompt
 from agents.training.config import TrainConfig
 from agents.training.player import Player
 from agents.training.rollout_weights import RolloutWeights, rollout_dtype
@@ -150,6 +151,11 @@ class RolePolicies:
             self.lms = self._vllm_engines(dict(specs or {}), chat)
         elif config.rollout_dtype != "float32":
             self.lms = self._low_precision_samplers(chat)
+        # each role's system message (the ``authors`` style): a per-role view of the shared LM
+        self.encoders = {
+            r: with_system_prompt(lm, style.system(r)) for r, lm in self.encoders.items()
+        }
+        self.lms = {r: with_system_prompt(lm, style.system(r)) for r, lm in self.lms.items()}
         self._mutants = MutantCache(max_entries=4096)  # warm-start mutants, per GT program
 
     def _one_per_player(self, make: Callable[[str, Player], Any]) -> dict[str, Any]:
@@ -220,12 +226,11 @@ class RolePolicies:
             weights.refresh()
         if self.backend != "vllm":
             return
-        done: set[int] = set()
+        done: set[int] = set()  # one engine per player (the roles' views share it)
         for role, player in self.players.items():
-            engine = self.lms[role]
-            if id(engine) not in done:
-                engine.load_weights(player.model.named_parameters())
-                done.add(id(engine))
+            if id(player) not in done:
+                self.lms[role].load_weights(player.model.named_parameters())
+                done.add(id(player))
 
     # ------------------------------------------------------------------------------------------
     def prompt(self, role: str, obs: Mapping[str, Any]) -> str:
