@@ -65,8 +65,8 @@ class StabilityOptions:
     """Reject trivial tests (counted invalid) instead of scoring them as the paper does."""
     always_pass_after: int = 16
     """With ``quality_filter``: distinct candidates that must all pass a test before it counts
-    as trivial. The pass counts live in the referee's process only: a resumed training run
-    starts them empty, so its filter differs from the uninterrupted run's until they refill."""
+    as trivial. The pass counts live in the referee; the trainer's checkpoints save them, so a
+    resumed training run filters as the uninterrupted run does."""
 
     def __post_init__(self) -> None:
         for name in ("book_capacity_per_problem", "book_capacity_total", "book_refresh_every"):

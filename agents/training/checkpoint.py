@@ -9,7 +9,8 @@ kept.
 
 RNG states (Python, NumPy's global state, torch CPU and CUDA) are captured and restored here too,
 and so is the trainer's own state (:func:`write_trainer_state`, :func:`read_trainer_state`: the
-step, the problem sampler, the RNGs, the curriculum and the evaluation before RL).
+step, the problem sampler, the RNGs, the curriculum and the evaluation before RL), and the quality
+filter's pass histories (``pass_history.json``, :func:`read_pass_history`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from codea1_env.atomic import fsync_dir, fsync_tree, make_temp_dir, write_text_a
 
 __all__ = [
     "COMPLETE_MARKER",
+    "PASS_HISTORY_FILE",
     "CheckpointError",
     "TrainerState",
     "capture_rng_state",
@@ -43,6 +45,7 @@ __all__ = [
     "load_model_weights",
     "load_player_weights",
     "load_state_into",
+    "read_pass_history",
     "read_run_checkpoint",
     "read_trainer_state",
     "restore_rng_state",
@@ -365,11 +368,14 @@ def write_run_checkpoint(
     config: Any,
     mistake_book: Any,
     keep: int,
+    pass_history: Sequence[Mapping[str, Any]] | None = None,
 ) -> Path:
     """Write one run checkpoint atomically (see :func:`write_checkpoint`) and return its path.
 
     It holds each player's files, the trainer state (:func:`write_trainer_state`), the config
-    (``config.json``) and the mistake book (``mistake_book.json``, when there is one).
+    (``config.json``), the mistake book (``mistake_book.json``, when there is one) and the
+    quality filter's pass histories (``pass_history.json``, when given; see
+    :func:`read_pass_history`).
 
     Args:
         run_dir: The run directory.
@@ -382,6 +388,9 @@ def write_run_checkpoint(
         config: The run's :class:`~agents.training.config.TrainConfig`.
         mistake_book: The run's mistake book, or ``None``.
         keep: How many checkpoints to keep.
+        pass_history: Each rank's referee's pass history
+            (:meth:`~codea1_env.scoring.referee.Judge.pass_history_state`), in rank order, or
+            ``None`` to write none.
     """
 
     def write(directory: Path) -> None:
@@ -393,8 +402,70 @@ def write_run_checkpoint(
         config.save(directory / "config.json")
         if mistake_book is not None:
             mistake_book.export_json(directory / "mistake_book.json")
+        if pass_history is not None:
+            data = {"version": PASS_HISTORY_VERSION, "ranks": [dict(s) for s in pass_history]}
+            (directory / PASS_HISTORY_FILE).write_text(
+                json.dumps(data, separators=(",", ":"), ensure_ascii=True), encoding="utf-8"
+            )
 
     return write_checkpoint(run_dir, step, write, keep=keep)
+
+
+PASS_HISTORY_FILE = "pass_history.json"
+"""A checkpoint's pass histories: ``{"version": 1, "ranks": [state, ...]}``, one per rank."""
+
+PASS_HISTORY_VERSION = 1
+
+
+def read_pass_history(
+    directory: Path, *, rank: int = 0, world_size: int = 1
+) -> tuple[dict[str, Any], bool] | None:
+    """This rank's pass history in checkpoint ``directory`` (``None``: the checkpoint has none).
+
+    Each rank of a data-parallel run judges problems with its own referee, so each has its own
+    history: saved by as many ranks as resume, rank ``r`` gets rank ``r``'s. Saved by another
+    number of ranks, no rank's history is the one this rank would have had; every rank then gets
+    all of them merged (:func:`~codea1_env.scoring.quality.merge_states`), what one process
+    judging every problem would have seen. Every rank checks every rank's history, so a damaged
+    file stops every rank alike.
+
+    Returns:
+        ``(state, merged)``: the state to load
+        (:meth:`~codea1_env.scoring.referee.Judge.load_pass_history_state`) and whether it is the
+        merge of several ranks'; ``None`` when the file is missing (a checkpoint written before
+        pass histories were saved, or with a referee that has none).
+
+    Raises:
+        CheckpointError: the file is damaged; the message names the file and the field.
+    """
+    from codea1_env.scoring.quality import PassHistory, merge_states
+
+    path = directory / PASS_HISTORY_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise CheckpointError(f"checkpoint file {path} is not valid JSON: {exc}") from exc
+    try:
+        if not isinstance(data, dict):
+            raise ValueError(f"field '(top level)' must be an object, not {type(data).__name__}")
+        version = data.get("version")
+        if isinstance(version, bool) or version != PASS_HISTORY_VERSION:
+            raise ValueError(f"field 'version' must be {PASS_HISTORY_VERSION}, not {version!r}")
+        ranks = data.get("ranks")
+        if not isinstance(ranks, list) or not ranks:
+            raise ValueError("field 'ranks' must be a non-empty list of pass history states")
+        for index, state in enumerate(ranks):
+            try:
+                PassHistory(max_size=2**62).load_state_dict(state)  # checked, not cut
+            except ValueError as exc:
+                raise ValueError(f"ranks[{index}]: {exc}") from exc
+        if len(ranks) == world_size:
+            return ranks[rank], False
+        return merge_states(ranks), True
+    except ValueError as exc:
+        raise CheckpointError(f"checkpoint file {path} is damaged: {exc}") from exc
 
 
 def read_run_checkpoint(

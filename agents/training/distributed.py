@@ -12,6 +12,12 @@ The trainer runs unchanged on one process; launched by ``torchrun`` (or ``accele
   file in the run directory (WAL mode, safe for several writers): each rank updates the entries of
   its own problems, and a barrier at the end of each step makes every rank see all updates before
   the next step reads the book. Rank 0 alone restores it on resume and exports it to checkpoints.
+  The quality filter's pass history is not shared: each rank's referee records the tests of the
+  problems it judged, and a problem's items go to whichever rank its place in the global batch
+  gives, so rank 0's history is not the others'. A checkpoint gathers every rank's
+  (``pass_history.json``, one per rank); on resume rank ``r`` gets rank ``r``'s back, or, when the
+  world size changed, every rank gets all of them merged
+  (:func:`agents.training.checkpoint.read_pass_history`).
 * **Gradients are summed across ranks** (one all-reduce of a flat buffer per optimizer step;
   both models are replicated, ``distributed_strategy="ddp"``). Each micro-batch's loss is
   weighted by its token count over the token count of the *global* mini-batch (all-reduced), so

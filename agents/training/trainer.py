@@ -28,7 +28,8 @@ the summary. One RL step (:meth:`Trainer.step`):
    ``checkpoint_every`` steps.
 
 A run directory that holds a checkpoint is resumed: models, optimizers, schedulers, RNG states,
-the problem sampler, the step and the mistake book come back exactly as they were saved.
+the problem sampler, the step, the mistake book and the quality filter's pass history come back
+exactly as they were saved.
 """
 
 from __future__ import annotations
@@ -53,10 +54,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the trainer needs PyTorch: pip install 'codea1[train]'") from exc
 
 from agents.training.checkpoint import (
+    PASS_HISTORY_FILE,
+    CheckpointError,
     checkpoint_step,
     curriculum_state,
     latest_checkpoint,
     load_player_weights,
+    read_pass_history,
     read_run_checkpoint,
     write_run_checkpoint,
     write_text_atomic,
@@ -348,6 +352,8 @@ class Trainer:
         """Write an atomic checkpoint of everything needed to resume at ``step_count``."""
         # full states of sharded players, gathered by every rank before rank 0 writes
         states = [(player, player.checkpoint_state()) for player in self._players()]
+        # every rank's pass history (each rank judges with its own referee), gathered on all
+        histories = self._pass_history_states()
         written = ""
         if self.dist.is_main:  # written once; the other ranks wait for it
             written = str(
@@ -361,6 +367,7 @@ class Trainer:
                     config=self.config,
                     mistake_book=self.mistake_book,
                     keep=self.config.keep_checkpoints,
+                    pass_history=histories,
                 )
             )
             self.log(f"checkpoint: wrote {written}")
@@ -377,10 +384,50 @@ class Trainer:
         )
         self.step_count = state.step
         self.before = state.before
+        self._load_pass_history(path)
         self.dist.barrier()
         self.resumed_from = self.step_count
         self.roles.sync()
         self.log(f"resume: resuming from checkpoint {path.name} (step {self.step_count})")
+
+    def _pass_history_states(self) -> list[dict[str, Any]] | None:
+        """Each rank's referee's pass history, in rank order (``None``: a referee has none).
+
+        A collective: every rank calls it.
+        """
+        save = getattr(self.referee, "pass_history_state", None)
+        states = self.dist.gather([save() if callable(save) else None])
+        found = [state for state in states if state is not None]
+        return found if len(found) == len(states) else None
+
+    def _load_pass_history(self, path: Path) -> None:
+        """Restore this rank's pass history from checkpoint ``path`` (see read_pass_history)."""
+        found = read_pass_history(path, rank=self.dist.rank, world_size=self.dist.world_size)
+        load = getattr(self.referee, "load_pass_history_state", None)
+        filtering = self.config.stability.quality_filter
+        if found is None:
+            if filtering:
+                self.log(
+                    f"resume: {path.name} holds no {PASS_HISTORY_FILE} (written before pass "
+                    "histories were saved): the quality filter's pass history starts empty, so "
+                    "always_passes differs from the uninterrupted run's until it refills"
+                )
+            return
+        state, merged = found
+        if not callable(load):
+            if filtering:
+                self.log(f"resume: the referee cannot load {PASS_HISTORY_FILE}; not restored")
+            return
+        try:
+            load(state)
+        except ValueError as exc:  # read_pass_history checked it; a referee may check more
+            raise CheckpointError(f"checkpoint file {path / PASS_HISTORY_FILE}: {exc}") from exc
+        if merged and filtering:
+            self.log(
+                f"resume: {PASS_HISTORY_FILE} was saved by another number of ranks than "
+                f"{self.dist.world_size}: every rank starts from all of their pass histories "
+                "merged"
+            )
 
     # ------------------------------------------------------------------------------------------
     # supervised warm start

@@ -19,9 +19,13 @@ one mistake book here. Every judgement is the one a single referee gives on the 
 
 The one difference: the pass history's bound (200,000 tests, least recently used forgotten) holds
 per process, not for all of them together; it matters only past that many tests with the quality
-filter on. Each process is a fresh interpreter (``python -m codea1_env.scoring.pool``, not a fork
-and not a ``multiprocessing`` child), so the pool is safe to start from a process with threads,
-CUDA or a running sandbox, and from a script without a main guard.
+filter on. :meth:`RefereePool.pass_history_state` gathers the processes' histories into one state
+(the format a :class:`~codea1_env.scoring.referee.Referee` saves) and
+:meth:`RefereePool.load_pass_history_state` gives each process its own problems' entries back.
+
+Each process is a fresh interpreter (``python -m codea1_env.scoring.pool``, not a fork and not a
+``multiprocessing`` child), so the pool is safe to start from a process with threads, CUDA or a
+running sandbox, and from a script without a main guard.
 
 Example::
 
@@ -43,7 +47,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -55,6 +59,7 @@ from codea1_env.sandbox.base import IsolationReport, Job, JobResult, Limits
 from codea1_env.sandbox.factory import make_sandbox
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.book import after_batch, book_metrics, drop_stale, refresh_jobs
+from codea1_env.scoring.quality import PassHistory
 from codea1_env.scoring.referee import Item, Judge, Referee
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.score import same
@@ -156,7 +161,11 @@ def _start_process() -> tuple[Connection, subprocess.Popen[bytes]]:
 
 
 def _serve(conn: Connection) -> None:
-    """A referee process: build the referee, then answer ``judge`` and ``run`` orders."""
+    """A referee process: build the referee, then answer its orders.
+
+    ``("judge", items, limits, update_book, replayed)``, ``("run", jobs)``, ``("history",)``
+    (its pass history's state) and ``("load_history", state)`` (replace its pass history).
+    """
     try:
         settings = conn.recv()
         view = ReplayView()
@@ -191,6 +200,11 @@ def _serve(conn: Connection) -> None:
                     )
                     stats = {k: referee.stats[k] - before.get(k, 0.0) for k in referee.stats}
                     conn.send(("ok", (judgements, view.recorded, stats)))
+                elif order[0] == "history":
+                    conn.send(("ok", referee.pass_history_state()))
+                elif order[0] == "load_history":
+                    referee.load_pass_history_state(order[1])
+                    conn.send(("ok", None))
                 else:
                     conn.send(("ok", referee.sandbox.run(order[1])))
             except BaseException:  # noqa: BLE001 - reported to the pool, which raises
@@ -419,6 +433,64 @@ class RefereePool(Judge):
 
     def _same(self, value: Any, expected: Any, stdio: bool) -> bool:
         return same(value, expected, stdio, self._equal)
+
+    # ------------------------------------------------------------------ pass history
+    def pass_history_state(self) -> dict[str, Any]:
+        """The processes' pass histories as one state (a single referee's format).
+
+        A process records the tests of the problems it owns only, so the histories hold
+        disjoint tests: the state lists process 0's entries, then process 1's, and so on, each
+        process's in its own least-to-most-recently-used order.
+
+        Raises:
+            RefereePoolError: the pool is closed, or a process died (the pool is then closed).
+        """
+        with self._lock:
+            states = self._each(lambda index: ("history",))
+        # disjoint tests: concatenated, not merged (nor cut to one process's bound)
+        return {
+            "version": states[0]["version"],
+            "entries": [entry for state in states for entry in state["entries"]],
+        }
+
+    def load_pass_history_state(self, state: Any) -> None:
+        """Replace the processes' pass histories with ``state`` (from this pool or a Referee).
+
+        Each problem's entries go to the one process that owns it, and a problem not owned yet
+        is given an owner now (as on first sight, to the process that owns the fewest).
+        Merging every entry into every process would score the same (a process looks up the
+        tests of its own problems only), but each process would hold the whole history, and
+        the bound of 200,000 tests, which holds per process, would then count other processes'
+        tests and forget a process's own ones sooner than one referee does. Routed by owner,
+        each process holds what it would hold had it recorded the entries itself; each gets
+        its own (possibly empty) part, so nothing of the history before is kept.
+
+        Raises:
+            ValueError: ``state`` is damaged (the message names the field); nothing changed.
+            RefereePoolError: the pool is closed, or a process died (the pool is then closed).
+        """
+        # checked before any process is told anything; not cut here: each process keeps its
+        # part up to the bound, as it would have recorded it
+        checked = PassHistory(max_size=sys.maxsize)
+        checked.load_state_dict(state)
+        whole = checked.state_dict()
+        with self._lock:
+            parts: list[list[Any]] = [[] for _ in self._conns]
+            for entry in whole["entries"]:
+                parts[self._owner_of(entry[0])].append(entry)
+            self._each(lambda index: ("load_history", {**whole, "entries": parts[index]}))
+
+    def _each(self, order: Callable[[int], tuple[Any, ...]]) -> list[Any]:
+        """Send every process its ``order(index)`` and return their answers in process order."""
+        if self._closed:
+            raise RefereePoolError("the referee pool is closed")
+        try:
+            for index in range(len(self._conns)):
+                self._send(index, order(index))
+            return [self._result(index) for index in range(len(self._conns))]
+        except RefereePoolError:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ processes
     def _owner_of(self, task_id: str) -> int:

@@ -177,6 +177,23 @@ class Judge(abc.ABC):
         """Score a checked batch, with the collector held off."""
 
     @abc.abstractmethod
+    def pass_history_state(self) -> dict[str, Any]:
+        """The quality filter's pass history (``always_passes``), as JSON data to save.
+
+        A :meth:`~codea1_env.scoring.quality.PassHistory.state_dict`; call it between
+        judgements. The trainer saves it in its checkpoints, so that a resumed run filters as
+        the uninterrupted one does.
+        """
+
+    @abc.abstractmethod
+    def load_pass_history_state(self, state: Any) -> None:
+        """Replace the pass history with one :meth:`pass_history_state` gave.
+
+        Raises:
+            ValueError: ``state`` is damaged (the message names the field); nothing changed.
+        """
+
+    @abc.abstractmethod
     def isolation(self) -> IsolationReport:
         """The sandbox's isolation report: its layers and the Python that runs the programs."""
 
@@ -351,6 +368,14 @@ class Referee(Judge):
         judged = [(plan.problem.task_id, judgement) for plan, judgement in zip(plans, judgements)]
         book_metrics(self.mistake_book, judged, evicted, refreshed)
         return judgements
+
+    def pass_history_state(self) -> dict[str, Any]:
+        """:attr:`history`'s :meth:`~codea1_env.scoring.quality.PassHistory.state_dict`."""
+        return self.history.state_dict()
+
+    def load_pass_history_state(self, state: Any) -> None:
+        """Replace :attr:`history` with a saved one (checked first: ValueError names a field)."""
+        self.history.load_state_dict(state)
 
     def refresh_book(self, problems: Sequence[Problem]) -> int:
         """Re-run the stored tests of ``problems`` on their GT; drop those that no longer hold.
