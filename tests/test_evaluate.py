@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import re
@@ -73,9 +72,12 @@ def test_mutant_jobs_run_under_the_mutant_limits(sandbox: Sandbox) -> None:
     mutants = [job for job in seen if job.program not in (DIV, "")]  # the GT's mutants
     others = [job for job in seen if job.program in (DIV, "")]
     # within the mutant limits, the call timeout is scaled from the GT's own calls (floor 50 ms)
+    # (the same wall-clock backstop as the mutant limits: Limits.with_call_budget)
     assert mutants and all(
-        dataclasses.replace(job.limits, call_timeout_s=short.call_timeout_s) == short
+        job.limits == short.with_call_budget(job.limits.call_timeout_s)
         and MUTANT_TIMEOUT_FLOOR_S <= job.limits.call_timeout_s <= short.call_timeout_s
+        and job.limits.call_timeout_s * job.limits.wall_backstop_factor
+        == pytest.approx(short.call_timeout_s * short.wall_backstop_factor)
         for job in mutants
     )
     assert others and all(job.limits == evaluator.limits for job in others)

@@ -358,7 +358,7 @@ class SuiteEvaluator:
         slowest = max(durations, default=0.0)
         ceiling = self.mutant_limits.call_timeout_s
         timeout = min(ceiling, max(MUTANT_TIMEOUT_FLOOR_S, MUTANT_TIMEOUT_FACTOR * slowest))
-        return dataclasses.replace(self.mutant_limits, call_timeout_s=timeout)
+        return self.mutant_limits.with_call_budget(timeout)
 
     # ------------------------------------------------------------------ tables
     def _problem(

@@ -9,6 +9,7 @@ Verdicts are decided by the trusted caller, which compares values with
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from collections.abc import Sequence
@@ -40,7 +41,8 @@ class CallStatus(str, enum.Enum):
     EXCEPTION = "exception"
     """Raised an exception; ``CallResult.error`` holds ``"Type: message"``."""
     TIMEOUT = "timeout"
-    """Ran past its time limit (the call's, the setup's or the job's CPU limit) and was killed."""
+    """Ran past a time limit and was killed: the call's or the setup's (on the limits'
+    ``timeout_clock``, or their wall-clock backstop), or the job's CPU limit (``cpu_time_s``)."""
     MEMORY = "memory"
     """Exceeded its memory limit (``MemoryError`` or killed by the memory limit)."""
     CRASH = "crash"
@@ -71,9 +73,10 @@ class Limits:
     ``timeout_clock``."""
     timeout_clock: Literal["cpu", "wall"] = "cpu"
     """What the call and setup timeouts count: ``cpu``, the program's own CPU time (read by the
-    trusted side from the kernel), so a loaded machine gives the verdicts of an idle one, and a
-    call that waits without computing is stopped by the wall-clock backstop
-    (``wall_backstop_factor`` times the timeout); or ``wall``, wall-clock time, as the authors'
+    trusted side from the kernel), so a loaded machine gives the verdicts of an idle one as long
+    as it slows a call by less than the backstop's factor, and a call that waits without
+    computing is stopped by the wall-clock backstop (``wall_backstop_factor`` times the
+    timeout); or ``wall``, wall-clock time, as the authors'
     harness counts (verdicts of calls near the limit then depend on the machine's load)."""
     wall_backstop_factor: float = 5.0
     """With ``timeout_clock="cpu"``: a call (or the setup) is also stopped after this many times
@@ -96,6 +99,25 @@ class Limits:
 
     def __post_init__(self) -> None:
         self.check()
+
+    def with_call_budget(self, call_timeout_s: float) -> Limits:
+        """These limits with a smaller per-call timeout (mutants' limits, from the GT's time).
+
+        With ``timeout_clock="cpu"`` the wall-clock backstop stays these limits' own
+        (``call_timeout_s * wall_backstop_factor``): the budget is scaled from the GT's CPU
+        time, which says nothing of how long a call may wait (a GT that sleeps takes almost
+        none). With ``"wall"`` the wall-clock timeout itself is the smaller one.
+
+        Raises:
+            LimitsError: ``call_timeout_s`` out of range.
+        """
+        if call_timeout_s >= self.call_timeout_s or self.timeout_clock != "cpu":
+            return dataclasses.replace(self, call_timeout_s=call_timeout_s)
+        factor = self.wall_backstop_factor * self.call_timeout_s / call_timeout_s
+        high = LIMIT_RANGES["wall_backstop_factor"][1]
+        return dataclasses.replace(
+            self, call_timeout_s=call_timeout_s, wall_backstop_factor=min(factor, high)
+        )
 
     def check(self) -> None:
         """Check every field against :data:`LIMIT_RANGES` (done when a ``Limits`` is built).

@@ -100,6 +100,7 @@ _CHUNK = 1 << 16
 _FRAME_SIZE = FRAME.size
 _unpack_frame = FRAME.unpack_from
 _COLLECTING = ("setup", "call")
+_MAX_POLL_MS = 60_000
 _PIPE_MIN = 4096  # the smallest a Linux pipe gets (one page), even past pipe-user-pages-soft
 STATUS_NAMES = {
     "ok": CallStatus.OK,
@@ -368,6 +369,7 @@ class ChildSession:
         self.cpu_base = 0.0  # the child's CPU time when the phase began (its own claim)
         self.cpu_mark: float | None = 0.0  # the CPU time claimed by the last status record
         self.cpu_asked: tuple[str, int] | None = None  # (phase, index) of an unanswered query
+        self.cpu_reask = False  # a later phase's deadline passed while that query was out
         self.drain_deadline = 0.0
         self.quiet_until: float | None = self.spawned + QUIET_START_S  # None once awake
         self.arrival_floor: float | None = None  # set while reading what came in the quiet time
@@ -428,6 +430,8 @@ class ChildSession:
                 else:
                     until = self.deadline
                 timeout_ms = int((until - time.monotonic()) * 1000) + 1
+                # bounded: poll() takes at most 2**31 - 1 ms, and a backstop can lie further off
+                timeout_ms = timeout_ms if timeout_ms < _MAX_POLL_MS else _MAX_POLL_MS
                 events = poller.poll(timeout_ms if timeout_ms > 0 else 0)
                 if quiet_until is not None and (
                     time.monotonic() >= quiet_until or any(fd != job_w for fd, _ in events)
@@ -569,10 +573,16 @@ class ChildSession:
         self._kill()
 
     def _ask_cpu(self) -> None:
-        """Ask the zygote for the child's CPU time; wait for the answer up to the backstop."""
+        """Ask the zygote for the child's CPU time; wait for the answer up to the backstop.
+
+        With an earlier phase's query still unanswered, the question is asked again as soon as
+        that answer arrives (one query in flight at a time).
+        """
         if self.cpu_asked is None:
-            send_message(self.control, {"op": "cpu", "id": self.job_id})
+            self._send_control({"op": "cpu", "id": self.job_id})
             self.cpu_asked = (self.phase, self.index)
+        elif self.cpu_asked != (self.phase, self.index):
+            self.cpu_reask = True
         self.deadline = self.backstop
 
     def _cpu_answered(self, cpu: Any) -> None:
@@ -582,8 +592,15 @@ class ChildSession:
         that lies can only gain time up to the backstop, which is kept by the wall clock).
         """
         asked, self.cpu_asked = self.cpu_asked, None
-        if self.kill_sent or self.run.exit is not None or asked != (self.phase, self.index):
-            return  # a record arrived meanwhile and set the next deadline, or the child is gone
+        reask, self.cpu_reask = self.cpu_reask, False
+        if self.kill_sent or self.run.exit is not None or self.phase not in _COLLECTING:
+            return  # the child is done or gone
+        if asked != (self.phase, self.index):
+            # An answer for an earlier phase: a record arrived meanwhile and set this phase's
+            # deadline; if that deadline has passed too, ask now for this phase.
+            if reask:
+                self._ask_cpu()
+            return
         if type(cpu) not in (int, float) or not 0.0 <= cpu < float("inf"):
             # unreadable here (or gone, with the report on its way): the wall clock decides
             self.run.timed_out = True
@@ -603,9 +620,15 @@ class ChildSession:
 
     def _kill(self) -> None:
         if not self.kill_sent:
-            send_message(self.control, {"op": "kill", "id": self.job_id})
+            self._send_control({"op": "kill", "id": self.job_id})
             self.kill_sent = True
             self.deadline = time.monotonic() + KILL_WAIT_S
+
+    def _send_control(self, message: dict[str, Any]) -> None:
+        try:
+            send_message(self.control, message)
+        except OSError as exc:
+            raise WorkerBroken(f"{self.name}: cannot reach the worker: {exc}") from None
 
     # ----------------------------------------------------------------- records
     def _take_records(self) -> None:

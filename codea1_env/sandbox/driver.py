@@ -11,11 +11,11 @@ calls ``i+1..`` run in a fresh child (the top level runs again there). After
 running. A top level that fails (does not compile, raises, exits, times out) makes every call
 SETUP_FAILED, with the reason in ``JobResult.setup_error``. Stdio mode runs one child per input.
 
-``JobResult.events`` counts what the trusted side saw: ``child_runs``, ``killed_by_timer`` (wall
-clock), ``killed_by_signal`` (any other signal), ``protocol_violations`` (malformed or
-out-of-order records), ``lingered_after_last_call``, ``not_run_after_timeouts``,
-``stdout_truncated``/``stderr_truncated`` and, per non-OK status, ``calls_<status>`` (for example
-``calls_early_exit``).
+``JobResult.events`` counts what the trusted side saw: ``child_runs``, ``killed_by_timer`` (a
+call's or the setup's time limit, on its CPU or wall clock), ``killed_by_signal`` (any other
+signal), ``protocol_violations`` (malformed or out-of-order records), ``lingered_after_last_call``,
+``not_run_after_timeouts``, ``stdout_truncated``/``stderr_truncated`` and, per non-OK status,
+``calls_<status>`` (for example ``calls_early_exit``).
 
 It also carries the runtime telemetry each child reported (see :mod:`.runner`), summed over the
 job's children and capped at :data:`~.protocol.AUDIT_COUNT_CAP`, as ``audit_<key>`` for each key

@@ -75,11 +75,15 @@ def _import_ray() -> Any:
 def job_time_bound(job: Job) -> float:
     """Longest a healthy worker can take on ``job``, in seconds (its limits, plus 1 s of slack).
 
-    With CPU timeouts a phase may last up to its wall-clock backstop.
+    Every call may run in a child of its own (after a crash or an exit the next call starts a
+    fresh child, which runs the program's top level again), so each call counts with a setup;
+    with CPU timeouts every phase may last up to its wall-clock backstop.
     """
     limits = job.limits
     scale = limits.wall_backstop_factor if limits.timeout_clock == "cpu" else 1.0
-    return (limits.setup_timeout_s + job.n_calls * limits.call_timeout_s) * scale + 1.0
+    children = max(1, job.n_calls)
+    phases = children * limits.setup_timeout_s + job.n_calls * limits.call_timeout_s
+    return phases * scale + 1.0
 
 
 class SandboxActor:

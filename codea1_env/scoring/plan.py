@@ -292,7 +292,7 @@ def add_mutant_jobs(
     if all(result is not None for result in cached):
         slowest = max(result.duration_s for result in cached if result is not None)
         timeout = min(high, max(low, 20.0 * slowest))
-    mutant_limits = dataclasses.replace(limits, call_timeout_s=min(timeout, limits.call_timeout_s))
+    mutant_limits = limits.with_call_budget(min(timeout, limits.call_timeout_s))
     for index, mutant in enumerate(found):
         plan.mutant_jobs.append(len(jobs))
         tag = f"mutant:{plan.problem.task_id}:{index}"

@@ -95,6 +95,7 @@ class Zygote:
         # How the loop learns that a child exited: a pidfd per child (Linux 5.3+), else
         # SIGCHLD through a wake-up pipe (which costs every child a handler reset).
         self.pidfd = False
+        self.own_proc = False  # set by configure(): /proc is this process's pid namespace's
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
@@ -118,6 +119,9 @@ class Zygote:
         if prctl(self.libc, PR_SET_DUMPABLE, ctypes.c_ulong(0)) != 0:
             self.notes.append("cannot mark the zygote not dumpable: same-uid jobs may reach it")
         self.job_filter = bpf_filter(config.get("seccomp_job_bpf", ""))
+        self.own_proc = _proc_is_own()
+        if not self.own_proc:
+            self.notes.append("/proc is not this pid namespace's: time limits use the wall clock")
         try:  # only the zygote (root) may create entries next to the job scratch dirs
             os.chmod(config["scratch_root"], 0o711)
         except OSError as exc:
@@ -256,9 +260,11 @@ class Zygote:
 
         Read from ``/proc/PID/stat`` (user + system time, in clock ticks), which the child
         cannot forge. None when the child is gone, or when the ``/proc`` mounted here is not of
-        this process's pid namespace (the entry's parent is then not this zygote): the trusted
-        side then keeps the wall-clock deadline.
+        this process's pid namespace (checked once at start-up, and the entry's parent must be
+        this zygote): the trusted side then keeps the wall-clock deadline.
         """
+        if not self.own_proc:
+            return None
         for pid, child in self.children.items():
             if child["id"] != job_id or child["killed"]:
                 continue
@@ -667,6 +673,14 @@ class Zygote:
         facts["unshared"] = self.unshared
         facts["zygote_rss_kb"] = _rss_kb()
         return dict(facts)
+
+
+def _proc_is_own() -> bool:
+    """Whether the ``/proc`` mounted here shows this process's pid namespace."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
 
 
 def _pidfd_works() -> bool:
