@@ -254,6 +254,7 @@ def _players(cfg: TrainConfig, chat: bool) -> tuple[Any, Any]:
 
 
 def test_the_trainers_roles_sample_with_each_roles_system_message() -> None:
+    pytest.importorskip("torch", reason=TRAIN_EXTRA)
     from agents.training.roles import RolePolicies
 
     cfg = from_preset("nano", prompt_style="authors", mode="self-play", rollout_dtype="float32")
@@ -285,6 +286,7 @@ class _FakeEngine:
 
 
 def test_one_engine_serves_both_roles_and_loads_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch", reason=TRAIN_EXTRA)
     from agents.lm import vllm
     from agents.training.roles import RolePolicies
 
