@@ -152,6 +152,31 @@ def test_merged_states_unite_candidates_and_add_failures() -> None:
         merge_states([one.state_dict(), {"entries": []}])
 
 
+def test_a_test_that_failed_keeps_its_failure_count_only() -> None:
+    # it can never be trivial again: which candidates ran it no longer matters
+    history = PassHistory()
+    for program in ("a", "b", "c"):
+        history.record("t", "f(1)", program, True)
+    history.record("t", "f(1)", "d", False)
+    history.record("t", "f(1)", "e", True)
+    assert history.state_dict()["entries"] == [["t", "f(1)", [], 1]]
+    assert not history.always_passes("t", "f(1)", 1)
+    other = PassHistory()
+    other.record("t", "f(1)", "z", True)
+    other.update(history)
+    assert other.state_dict()["entries"] == [["t", "f(1)", [], 1]]
+    fresh = PassHistory()
+    fresh.record("u", "g(1)", "a", True)  # the shared empty set of failed tests stays empty
+    assert fresh.state_dict()["entries"] == [["u", "g(1)", [f"{program_digest('a'):016x}"], 0]]
+    digest = f"{program_digest('a'):016x}"
+    for entry, says in (
+        (["t", "f(1)", [digest], 1], "must be empty for a test that failed"),
+        (["t", "f(1)", [], 0], "must name a candidate for a test that never failed"),
+    ):
+        with pytest.raises(ValueError, match=rf"entries\[0\]\.programs' {says}"):
+            PassHistory().load_state_dict({"version": 1, "entries": [entry]})
+
+
 # ---------------------------------------------------------------------------- the judges
 def _fenced(program: str) -> str:
     return f"```python\n{program}\n```"

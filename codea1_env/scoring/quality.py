@@ -67,7 +67,9 @@ class PassHistory:
     default). A candidate program is known by an 8-byte BLAKE2b digest of its text (the same in
     every process and every run, unlike :func:`hash`), so the history can be saved with
     :meth:`state_dict` and restored with :meth:`load_state_dict` (the trainer's checkpoints do).
-    Not safe to read or save while another thread records into it.
+    A test that failed once can never be trivial again, so it keeps its failure count only, not
+    its candidates (which bounds the memory, and the checkpoint file, of most tests). Not safe
+    to read or save while another thread records into it.
 
     Args:
         max_size: The most tests remembered.
@@ -86,8 +88,12 @@ class PassHistory:
         """Record one candidate's outcome on one valid test (repeats of a program count once)."""
         key = (task_id, call)
         programs, failures = self._stats.get(key, (set(), 0))
-        programs.add(program_digest(program))
-        self._stats[key] = (programs, failures + (0 if passed else 1))
+        failures += 0 if passed else 1
+        if failures:  # failed once, never trivial again: which candidates ran it no longer matters
+            programs = _NONE
+        else:
+            programs.add(program_digest(program))
+        self._stats[key] = (programs, failures)
         self._stats.move_to_end(key)
         self._trim()
 
@@ -132,7 +138,8 @@ class PassHistory:
         """
         for key, (programs, failures) in other._stats.items():
             mine, mine_failures = self._stats.get(key, (set(), 0))
-            self._stats[key] = (mine | programs, mine_failures + failures)
+            failures += mine_failures
+            self._stats[key] = (_NONE if failures else mine | programs, failures)
             self._stats.move_to_end(key)
         self._trim()
 
@@ -170,6 +177,7 @@ def merge_states(states: Iterable[Any], max_size: int = _HISTORY_SIZE) -> dict[s
 
 
 _STATE_VERSION = 1
+_NONE: set[int] = set()  # the candidates of every test that failed: never added to (shared)
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 
 
@@ -200,8 +208,8 @@ def _parse_state(state: Any, max_size: int) -> OrderedDict[tuple[str, str], tupl
             raise bad(f"{where}.task_id", f"must be a string, not {type(task_id).__name__}")
         if not isinstance(call, str):
             raise bad(f"{where}.call", f"must be a string, not {type(call).__name__}")
-        if not isinstance(programs, list) or not programs:
-            raise bad(f"{where}.programs", "must be a non-empty list of digests")
+        if not isinstance(programs, list):
+            raise bad(f"{where}.programs", "must be a list of digests")
         digests: set[int] = set()
         for j, text in enumerate(programs):
             if not isinstance(text, str) or not _DIGEST.fullmatch(text):
@@ -211,6 +219,10 @@ def _parse_state(state: Any, max_size: int) -> OrderedDict[tuple[str, str], tupl
             raise bad(f"{where}.programs", "repeats a digest")
         if isinstance(failures, bool) or not isinstance(failures, int) or failures < 0:
             raise bad(f"{where}.failures", f"must be an int >= 0, not {failures!r:.40}")
+        if failures and programs:
+            raise bad(f"{where}.programs", "must be empty for a test that failed")
+        if not failures and not programs:
+            raise bad(f"{where}.programs", "must name a candidate for a test that never failed")
         key = (task_id, call)
         if key in stats:
             raise bad(f"{where}", f"repeats the test ({task_id!r:.60}, {call!r:.60})")
