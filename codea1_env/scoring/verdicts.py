@@ -30,7 +30,8 @@ class TestVerdict:
             expected expression, before GT correction): what a test "passes" means when the GT
             is not known, as in best-of-N selection or CURE's p00. Equals ``passed`` for a valid
             test; False when the claim did not evaluate.
-        duration_s: How long the candidate's call took (the sandbox's measure; 0 if not run).
+        duration_s: How long the candidate's call took (the sandbox's measure, on the limits'
+            ``timeout_clock``: CPU seconds by default; 0 if not run).
 
     """
 
