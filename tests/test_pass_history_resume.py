@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from judging_helpers import fenced, plain_judgement
 
 from agents.training.checkpoint import (
     PASS_HISTORY_FILE,
@@ -178,8 +179,6 @@ def test_a_test_that_failed_keeps_its_failure_count_only() -> None:
 
 
 # ---------------------------------------------------------------------------- the judges
-def _fenced(program: str) -> str:
-    return f"```python\n{program}\n```"
 
 
 def _batch(offset: int) -> list[tuple[Problem, list[str], list[list[str]]]]:
@@ -190,7 +189,7 @@ def _batch(offset: int) -> list[tuple[Problem, list[str], list[list[str]]]]:
         problem = source[task_id]
         mutants = [m.source for m in generate_mutants(problem.gt_program)]
         pick = [mutants[(offset + number + i) % len(mutants)] for i in range(2)]
-        codes = [_fenced(problem.gt_program), *(_fenced(m) for m in pick)]
+        codes = [fenced(problem.gt_program), *(fenced(m) for m in pick)]
         tests = list(problem.tests)
         suites = []
         for index in range(len(codes)):
@@ -199,21 +198,6 @@ def _batch(offset: int) -> list[tuple[Problem, list[str], list[list[str]]]]:
             suites.append(["\n".join(kept[:3]), "\n".join(kept[2:5])])
         items.append((problem, codes, suites))
     return items
-
-
-def _plain(judgement: Any) -> Any:
-    """A judgement without what varies from run to run (call durations, sandbox seconds)."""
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "duration_s"}
-        if isinstance(value, (list, tuple)):
-            return [strip(v) for v in value]
-        return value
-
-    data = strip(dataclasses.asdict(judgement))
-    data["metrics"].pop("sandbox/seconds")
-    return data
 
 
 def _same_entries(one: dict[str, Any], two: dict[str, Any], *, ordered: bool) -> bool:
@@ -236,14 +220,14 @@ def _resumed_matches_uninterrupted(make: Any, *, ordered: bool) -> None:
         resumed.mistake_book.load_dict(uninterrupted.mistake_book.to_dict(), replace=True)
         forgetful.mistake_book.load_dict(uninterrupted.mistake_book.to_dict(), replace=True)
         third = _batch(2)
-        expected = [_plain(j) for j in uninterrupted.judge_many(third)]
-        assert [_plain(j) for j in resumed.judge_many(third)] == expected
+        expected = [plain_judgement(j) for j in uninterrupted.judge_many(third)]
+        assert [plain_judgement(j) for j in resumed.judge_many(third)] == expected
         after = uninterrupted.pass_history_state()
         assert _same_entries(resumed.pass_history_state(), after, ordered=ordered)
         # what the old code did (the history forgotten) scores differently: the test bites
         filtered = sum(j["metrics"]["quality/trivial_tests"] for j in expected)
         assert filtered > 0
-        assert [_plain(j) for j in forgetful.judge_many(third)] != expected
+        assert [plain_judgement(j) for j in forgetful.judge_many(third)] != expected
 
 
 def test_a_referee_resumed_from_a_saved_history_judges_as_the_uninterrupted_one(
@@ -270,8 +254,8 @@ def test_a_pool_and_a_referee_read_each_others_history(shared_sandbox: Any) -> N
     with RefereePool(processes=2, sandbox_workers=1, stability=STABILITY) as pool:
         for offset in (0, 1):
             batch = _batch(offset)
-            assert [_plain(j) for j in pool.judge_many(batch)] == [
-                _plain(j) for j in referee.judge_many(batch)
+            assert [plain_judgement(j) for j in pool.judge_many(batch)] == [
+                plain_judgement(j) for j in referee.judge_many(batch)
             ]
         pooled, single = pool.pass_history_state(), referee.pass_history_state()
         # the same entries; the pool lists each process's own problems together
@@ -329,7 +313,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                 options = [problem.gt_program] + [
                     m.source for m in generate_mutants(problem.gt_program)[:3]
                 ]
-                text = _fenced(options[turn % len(options)])
+                text = fenced(options[turn % len(options)])
             else:
                 tests = list(problem.tests)
                 start = turn % len(tests)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 from typing import Any
 
 import pytest
+from judging_helpers import fenced, plain_judgement
 
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems import load_source
@@ -27,10 +27,6 @@ PROBLEMS = [
 ]
 
 
-def _fenced(program: str) -> str:
-    return f"```python\n{program}\n```"
-
-
 def _items(offset: int) -> list[tuple[Any, list[str], list[list[str]]]]:
     """A batch: GT, mutants and junk codes; suites of GT tests, wrong claims and junk text."""
     source = load_source("bank")
@@ -38,7 +34,7 @@ def _items(offset: int) -> list[tuple[Any, list[str], list[list[str]]]]:
     for number, task_id in enumerate(PROBLEMS):
         problem = source[task_id]
         mutants = [m.source for m in generate_mutants(problem.gt_program)][:2]
-        codes = [_fenced(problem.gt_program), *(_fenced(m) for m in mutants), "no code at all"]
+        codes = [fenced(problem.gt_program), *(fenced(m) for m in mutants), "no code at all"]
         tests = list(problem.tests)
         suites = []
         for index in range(len(codes)):
@@ -51,21 +47,6 @@ def _items(offset: int) -> list[tuple[Any, list[str], list[list[str]]]]:
         items.append((problem, codes, suites))
     # a problem twice in one batch: both items are scored, in their order, by one process
     return items + [items[offset % len(items)]]
-
-
-def _plain(judgement: Any) -> Any:
-    """A judgement without what varies from run to run (call durations, sandbox seconds)."""
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("duration_s",)}
-        if isinstance(value, (list, tuple)):
-            return [strip(v) for v in value]
-        return value
-
-    data = strip(dataclasses.asdict(judgement))
-    data["metrics"].pop("sandbox/seconds")
-    return data
 
 
 STABILITY = StabilityOptions(
@@ -87,7 +68,7 @@ def test_the_pool_judges_as_one_referee_does(shared_sandbox):
             batch = _items(offset)
             ours = pool.judge_many(batch)
             theirs = single.judge_many(batch)
-            assert [_plain(j) for j in ours] == [_plain(j) for j in theirs]
+            assert [plain_judgement(j) for j in ours] == [plain_judgement(j) for j in theirs]
             assert pool.mistake_book.to_dict() == single.mistake_book.to_dict()
         assert pool.mistake_book.size() > 0  # the batches did exercise the book
         assert any(j.metrics["mistake_book/evicted"] for j in ours)
@@ -103,8 +84,8 @@ def test_golden_mode_reads_and_writes_no_book(shared_sandbox):
     single = Referee(sandbox=shared_sandbox, reward_config=config)
     with RefereePool(processes=2, sandbox_workers=1, reward_config=config) as pool:
         batch = _items(0)
-        assert [_plain(j) for j in pool.judge_many(batch)] == [
-            _plain(j) for j in single.judge_many(batch)
+        assert [plain_judgement(j) for j in pool.judge_many(batch)] == [
+            plain_judgement(j) for j in single.judge_many(batch)
         ]
         assert pool.mistake_book.size() == 0
 

@@ -359,15 +359,12 @@ class ChildSession:
         self.spawned = time.monotonic()
         # The last status record was read at ``last`` and arrived no earlier than ``last_after``.
         self.last = self.last_after = self.spawned
-        self.deadline = self.spawned + limits.setup_timeout_s
-        # CPU timeouts (limits.timeout_clock == "cpu"): the deadline above is the earliest
-        # moment the phase can be over; when it passes, the zygote reads the child's CPU time
-        # and the deadline moves by what is left of the budget, up to the wall-clock backstop.
+        # CPU timeouts (limits.timeout_clock == "cpu"): the deadline is the earliest moment
+        # the phase can be over; when it passes, the zygote reads the child's CPU time and the
+        # deadline moves by what is left of the budget, up to the wall-clock backstop.
         self.cpu_clock = limits.timeout_clock == "cpu"
-        self.budget = limits.setup_timeout_s  # seconds of the phase in progress
-        self.backstop = self.spawned + limits.setup_timeout_s * limits.wall_backstop_factor
-        self.cpu_base = 0.0  # the child's CPU time when the phase began (its own claim)
         self.cpu_mark: float | None = 0.0  # the CPU time claimed by the last status record
+        self._begin_phase(self.spawned, limits.setup_timeout_s)
         self.cpu_asked: tuple[str, int] | None = None  # (phase, index) of an unanswered query
         self.cpu_reask = False  # a later phase's deadline passed while that query was out
         self.drain_deadline = 0.0
@@ -572,6 +569,16 @@ class ChildSession:
             self.run.lingered = True
         self._kill()
 
+    def _begin_phase(self, start: float, budget: float) -> None:
+        """The setup or a call began at ``start`` with ``budget`` seconds: set its deadlines.
+
+        Its CPU time counts from what the child's last record claimed (0 before the setup).
+        """
+        self.budget = budget
+        self.deadline = start + budget
+        self.backstop = start + budget * self.limits.wall_backstop_factor
+        self.cpu_base = self.cpu_mark or 0.0
+
     def _ask_cpu(self) -> None:
         """Ask the zygote for the child's CPU time; wait for the answer up to the backstop.
 
@@ -669,11 +676,7 @@ class ChildSession:
                 break
             self.last, self.last_after = now, after
             if self.phase == "call":
-                budget = self.limits.call_timeout_s
-                self.deadline = now + budget
-                self.budget = budget
-                self.backstop = now + budget * self.limits.wall_backstop_factor
-                self.cpu_base = self.cpu_mark or 0.0
+                self._begin_phase(now, self.limits.call_timeout_s)
             elif self.phase == "done":
                 self.deadline = now + FINISH_GRACE_S
         del buffer[:taken]

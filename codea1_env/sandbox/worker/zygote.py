@@ -268,13 +268,12 @@ class Zygote:
         for pid, child in self.children.items():
             if child["id"] != job_id or child["killed"]:
                 continue
+            fields = _stat_fields(pid)
             try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-                if int(fields[1]) != os.getpid():
+                if fields is None or int(fields[1]) != os.getpid():
                     return None
                 return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
-            except (OSError, IndexError, ValueError):
+            except (IndexError, ValueError):
                 return None
         return None
 
@@ -551,12 +550,8 @@ class Zygote:
             for entry in os.listdir("/proc"):
                 if not entry.isdigit() or int(entry) in (1, me):
                     continue
-                try:
-                    with open(f"/proc/{entry}/stat", "rb") as fh:
-                        state = fh.read().rsplit(b")", 1)[1].split()[0]
-                except (OSError, IndexError):
-                    continue
-                if state not in (b"Z", b"X"):
+                fields = _stat_fields(int(entry))
+                if fields and fields[0] not in (b"Z", b"X"):
                     alive.append(int(entry))
             if not alive:
                 return
@@ -673,6 +668,19 @@ class Zygote:
         facts["unshared"] = self.unshared
         facts["zygote_rss_kb"] = _rss_kb()
         return dict(facts)
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (state first), None if unread.
+
+    The name is cut at the last ``)``: a process may name itself with spaces and parentheses.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields or None
 
 
 def _proc_is_own() -> bool:
