@@ -245,6 +245,10 @@ class TrainConfig:
     the tester's group (its ``n_suites`` suites); ``all``: every code's suites form a group."""
     mistake_book: bool = True
     """Keep a mistake book (``run_dir/mistake_book.sqlite``) and replay it against candidates."""
+    book_tie_order: Literal["oldest", "authors"] = "oldest"
+    """How the book ranks entries of equal frequency for the replay: ``oldest`` first (codea1's)
+    or ``authors`` (the order the authors' in-place sort at each replay leaves; deviation 22 of
+    docs/deviations.md)."""
 
     # --- optimisation --------------------------------------------------------------------------
     lr: float = 1e-6

@@ -339,7 +339,9 @@ class Trainer:
         if self.config.mistake_book:
             from codea1_env.mistake_book import SqliteMistakeBook
 
-            self.mistake_book = SqliteMistakeBook(self.run_dir / "mistake_book.sqlite")
+            self.mistake_book = SqliteMistakeBook(
+                self.run_dir / "mistake_book.sqlite", tie_order=self.config.book_tie_order
+            )
         return build_referee(self.config, self.mistake_book)
 
     # ------------------------------------------------------------------------------------------

@@ -25,10 +25,26 @@ from codea1_env.mistake_book.json_format import (
 )
 from codea1_env.sandbox.worker import plain
 
-__all__ = ["REPLAY_SIZE", "BookEntry", "MistakeBook", "Update"]
+__all__ = ["REPLAY_SIZE", "TIE_ORDERS", "BookEntry", "MistakeBook", "Update", "check_tie_order"]
 
 REPLAY_SIZE = 8
 """How many entries Code-A1 replays per problem (the default of :meth:`MistakeBook.top`)."""
+
+TIE_ORDERS = ("oldest", "authors")
+"""How a book ranks entries of equal frequency (see :class:`MistakeBook`'s ``tie_order``)."""
+
+
+def check_tie_order(tie_order: object) -> str:
+    """Return ``tie_order`` if it is one of :data:`TIE_ORDERS`.
+
+    Raises:
+        ValueError: it is not; the message names the choices.
+
+    """
+    if not isinstance(tie_order, str) or tie_order not in TIE_ORDERS:
+        raise ValueError(f"mistake book: tie_order must be one of {TIE_ORDERS}, got {tie_order!r}")
+    return tie_order
+
 
 _Book = TypeVar("_Book", bound="MistakeBook")
 
@@ -94,13 +110,35 @@ def _exported(encoded: str) -> Any:
 
 
 class MistakeBook(abc.ABC):
-    """Per-problem store of tests that broke candidates (see the module docstring)."""
+    """Per-problem store of tests that broke candidates (see the module docstring).
+
+    Entries rank by frequency, highest first. Among entries of equal frequency, a problem's
+    entries keep an *insertion order* (a new entry goes after every existing one), and
+    ``tie_order`` says what it is:
+
+    - ``"oldest"`` (the default, codea1's): the order entries entered the book, oldest first,
+      whatever was read or replayed in between;
+    - ``"authors"``: the order the authors' code leaves. Their ``get_attack_testcases`` sorts a
+      problem's stored list by frequency in place (a stable sort) at every replay, and every
+      update follows a replay of its problem, so before each :meth:`apply` the problem's entries
+      are put in ranking order, which becomes their insertion order (docs/deviations.md, 22).
+
+    Attributes:
+        tie_order: One of :data:`TIE_ORDERS`; backends take it as a keyword argument.
+
+    """
+
+    tie_order: str = "oldest"
 
     # -- storage primitives implemented by each backend ----------------------------------
 
     @abc.abstractmethod
     def _ranked(self, problem_id: str, limit: int | None) -> list[tuple[str, str, int]]:
         """``(call, encoded expected, frequency)`` in ranking order, at most ``limit``."""
+
+    @abc.abstractmethod
+    def _oldest_first(self, problem_id: str) -> list[str]:
+        """The problem's calls in insertion order, oldest first."""
 
     @abc.abstractmethod
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
@@ -208,6 +246,10 @@ class MistakeBook(abc.ABC):
         an entry at 1 that is passed twice and failed once ends at 1 *as a new entry*; an
         existing entry keeps its stored expected value.
 
+        With ``tie_order="authors"`` the problem's entries are first put in ranking order (the
+        authors' in-place sort at the replay that precedes each of their updates), in the same
+        transaction.
+
         Args:
             problem_id: The problem.
             failed: ``(call, GT value)`` for each valid test a candidate failed (repeat a test
@@ -220,8 +262,18 @@ class MistakeBook(abc.ABC):
 
         """
         updates = _updates(failed, passed)
-        if updates:
-            self._apply_updates(str(problem_id), updates)
+        if not updates:
+            return
+        pid = str(problem_id)
+        if self.tie_order != "authors":
+            self._apply_updates(pid, updates)
+            return
+        with self._atomically():
+            ranked = self._ranked(pid, None)
+            if [call for call, _, _ in ranked] != self._oldest_first(pid):
+                self._remove([(pid, call) for call, _, _ in ranked])
+                self._upsert([(pid, call, encoded, freq) for call, encoded, freq in ranked])
+            self._apply_updates(pid, updates)
 
     def remove(self, problem_id: str, calls: Iterable[str]) -> int:
         """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""
@@ -265,25 +317,30 @@ class MistakeBook(abc.ABC):
         return len(doomed)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the whole book in the JSON export format (see the module docstring)."""
-        return {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "problems": {
-                pid: [
-                    {"call": c, "expected": e, "frequency": f}
+        """Return the whole book in the JSON export format (see the module docstring).
+
+        Each problem's entries come in ranking order, each with its ``order``: its place in the
+        problem's insertion order (0 the oldest), which decides later ties, so a book loaded
+        from the export ranks every later update as this one would.
+        """
+        with self._atomically():  # the ranking and the insertion order of one state
+            problems = {}
+            for pid in self.problems():
+                place = {call: index for index, call in enumerate(self._oldest_first(pid))}
+                problems[pid] = [
+                    {"call": c, "expected": e, "frequency": f, "order": place[c]}
                     for c, e, f in self._read(pid, self._ranked(pid, None), _exported)
                 ]
-                for pid in self.problems()
-            },
-        }
+        return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "problems": problems}
 
     def load_dict(self, data: Any, *, source: str = "<dict>", replace: bool = False) -> None:
         """Insert or overwrite the entries of ``data`` (export format) in one transaction.
 
         Each ``(problem, call)`` in ``data`` takes the file's expected value and frequency;
         entries not in ``data`` are kept unless ``replace``. New entries are inserted in the
-        file's order, so its ranking is kept.
+        order their ``order`` fields give (an export's insertion order), or in the file's order
+        when the entries have none (files written before the field existed), after the
+        problem's existing entries.
 
         Args:
             data: The export format (see the module docstring).

@@ -3,11 +3,16 @@
 The format (also described in :mod:`codea1_env.mistake_book`)::
 
     {"format": "codea1.mistake_book", "version": 1,
-     "problems": {"<problem_id>": [{"call": "f(1)", "expected": <tagged JSON>, "frequency": 2},
-                                    ...]}}
+     "problems": {"<problem_id>": [{"call": "f(1)", "expected": <tagged JSON>, "frequency": 2,
+                                    "order": 0}, ...]}}
 
-:func:`validate_rows` checks a loaded document and returns its rows for a backend's upsert;
-every failure is a :class:`MistakeBookFormatError` naming the source and the field.
+Each problem's list is in ranking order. ``order`` (optional: all of a problem's entries have it
+or none do) is the entry's place in the problem's insertion order, 0 the oldest, which ranks
+entries of equal frequency; without it the list's order is the insertion order.
+
+:func:`validate_rows` checks a loaded document and returns its rows for a backend's upsert, each
+problem's in insertion order; every failure is a :class:`MistakeBookFormatError` naming the
+source and the field.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
         if not isinstance(entries, list):
             raise fail(f"problems[{pid!r}]", "expected a list of entries")
         seen: set[str] = set()
+        placed: list[tuple[int, tuple[str, str, str, int]]] = []
         for index, entry in enumerate(entries):
             where = f"problems[{pid!r}][{index}]"
             if not isinstance(entry, Mapping):
@@ -91,5 +97,38 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
                 encoded = plain.dumps(plain.decode(entry["expected"]))
             except (plain.PlainDataError, RecursionError) as exc:
                 raise fail(f"{where}.expected", f"not tagged plain data: {exc}") from None
-            rows.append((str(pid), call, encoded, frequency))
+            placed.append(
+                (_order(entries, index, where, fail), (str(pid), call, encoded, frequency))
+            )
+        taken: set[int] = set()
+        for index, (place, _) in enumerate(placed):
+            if place in taken:
+                raise fail(f"problems[{pid!r}][{index}].order", f"{place} is another entry's too")
+            taken.add(place)
+        rows.extend(row for _, row in sorted(placed, key=lambda item: item[0]))
     return rows
+
+
+def _order(entries: list[Any], index: int, where: str, fail: Any) -> int:
+    """Entry ``index``'s place in its problem's insertion order (its index when none has one).
+
+    Raises:
+        MistakeBookFormatError: ``order`` is not an int from 0 to the entries' count - 1, or only
+            some of the problem's entries have one.
+
+    """
+    has = "order" in entries[index]
+    if has != ("order" in entries[0]):
+        raise fail(
+            f"{where}.order",
+            "present in some of the problem's entries only (all have one or none does)",
+        )
+    if not has:
+        return index
+    order = entries[index]["order"]
+    if isinstance(order, bool) or not isinstance(order, int) or not 0 <= order < len(entries):
+        raise fail(
+            f"{where}.order",
+            f"expected an int from 0 to {len(entries) - 1} (the entries' count - 1), got {order!r}",
+        )
+    return order

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from codea1_env.mistake_book.book import MistakeBook, Update
+from codea1_env.mistake_book.book import MistakeBook, Update, check_tie_order
 
 __all__ = ["InMemoryMistakeBook"]
 
@@ -17,9 +17,18 @@ class InMemoryMistakeBook(MistakeBook):
 
     Pickling (for example into a subprocess env) copies the contents: the copies then evolve
     separately. Use :class:`SqliteMistakeBook` to share one book between processes.
+
+    Args:
+        tie_order: How entries of equal frequency rank: ``"oldest"`` (first in, first) or
+            ``"authors"`` (the authors' in-place sort); see :class:`MistakeBook`.
+
+    Raises:
+        ValueError: ``tie_order`` is not one of :data:`~codea1_env.mistake_book.TIE_ORDERS`.
+
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, tie_order: str = "oldest") -> None:
+        self.tie_order = check_tie_order(tie_order)
         self._lock = threading.RLock()
         # problem_id -> call -> [encoded expected, frequency, insertion number]
         self._data: dict[str, dict[str, list[Any]]] = {}
@@ -27,9 +36,10 @@ class InMemoryMistakeBook(MistakeBook):
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
-            return {"data": self._data, "counter": self._counter}
+            return {"data": self._data, "counter": self._counter, "tie_order": self.tie_order}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self.tie_order = check_tie_order(state.get("tie_order", "oldest"))
         self._lock = threading.RLock()
         self._data = state["data"]
         self._counter = state["counter"]
@@ -45,6 +55,11 @@ class InMemoryMistakeBook(MistakeBook):
                 self._data.get(problem_id, {}).items(), key=lambda kv: (-kv[1][1], kv[1][2])
             )
             return [(call, enc, freq) for call, (enc, freq, _) in rows[:limit]]
+
+    def _oldest_first(self, problem_id: str) -> list[str]:
+        with self._lock:
+            rows = sorted(self._data.get(problem_id, {}).items(), key=lambda kv: kv[1][2])
+            return [call for call, _ in rows]
 
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         with self._lock:

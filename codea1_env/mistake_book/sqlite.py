@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from codea1_env.mistake_book.book import MistakeBook, Update
+from codea1_env.mistake_book.book import MistakeBook, Update, check_tie_order
 from codea1_env.mistake_book.json_format import FORMAT_VERSION
 
 __all__ = ["SqliteMistakeBook"]
@@ -50,10 +50,14 @@ class SqliteMistakeBook(MistakeBook):
         path: Database file (created with its directory when missing).
         synchronous: ``"FULL"`` or ``"NORMAL"``.
         busy_timeout_s: Seconds to wait for another process's write lock.
+        tie_order: How entries of equal frequency rank: ``"oldest"`` (first in, first) or
+            ``"authors"`` (the authors' in-place sort); see :class:`MistakeBook`. It belongs to
+            this object, not to the file: processes sharing a file should give the same one.
 
     Raises:
-        ValueError: bad ``synchronous``, or the file is a database but not a mistake book (an
-            unknown schema version, other tables, or an ``entries`` table of another shape).
+        ValueError: bad ``synchronous`` or ``tie_order``, or the file is a database but not a
+            mistake book (an unknown schema version, other tables, or an ``entries`` table of
+            another shape).
         sqlite3.DatabaseError: the file is not a SQLite database, is damaged, or cannot be
             opened (a directory); the message names the file. A SQLite error of any later call
             (a damaged page found on reading, a lock timeout, a write to a read-only file,
@@ -68,7 +72,9 @@ class SqliteMistakeBook(MistakeBook):
         *,
         synchronous: str = "FULL",
         busy_timeout_s: float = 60.0,
+        tie_order: str = "oldest",
     ) -> None:
+        self.tie_order = check_tie_order(tie_order)
         self.path = Path(path)
         self.synchronous = synchronous.upper()
         if self.synchronous not in ("FULL", "NORMAL"):
@@ -125,7 +131,10 @@ class SqliteMistakeBook(MistakeBook):
         return f"mistake book {self.path}"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_reopen_sqlite, (str(self.path), self.synchronous, self.busy_timeout_s))
+        return (
+            _reopen_sqlite,
+            (str(self.path), self.synchronous, self.busy_timeout_s, self.tie_order),
+        )
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -158,6 +167,13 @@ class SqliteMistakeBook(MistakeBook):
             )
             # a frequency is returned as stored: MistakeBook._read refuses a damaged one by name
             return [(str(c), str(e), f) for c, e, f in rows.fetchall()]
+
+    def _oldest_first(self, problem_id: str) -> list[str]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT call FROM entries WHERE problem_id = ? ORDER BY id", (problem_id,)
+            )
+            return [str(row[0]) for row in rows.fetchall()]
 
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         with self._transaction() as cur:
@@ -315,8 +331,12 @@ def _create_schema(cur: sqlite3.Cursor) -> None:
             cur.execute(statement)
 
 
-def _reopen_sqlite(path: str, synchronous: str, busy_timeout_s: float) -> SqliteMistakeBook:
-    return SqliteMistakeBook(path, synchronous=synchronous, busy_timeout_s=busy_timeout_s)
+def _reopen_sqlite(
+    path: str, synchronous: str, busy_timeout_s: float, tie_order: str = "oldest"
+) -> SqliteMistakeBook:
+    return SqliteMistakeBook(
+        path, synchronous=synchronous, busy_timeout_s=busy_timeout_s, tie_order=tie_order
+    )
 
 
 class _Transaction:

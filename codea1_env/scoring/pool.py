@@ -110,6 +110,9 @@ class ReplayView(MistakeBook):
         rows = self.replayed.get(problem_id, [])
         return [(e.call, plain.dumps(e.expected), e.frequency) for e in rows[:limit]]
 
+    def _oldest_first(self, problem_id: str) -> list[str]:
+        return [e.call for e in self.replayed.get(problem_id, [])]
+
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
         """Nothing here: :meth:`apply` records the call and the pool applies it to its book."""
 
