@@ -19,6 +19,7 @@ from agents.players.prompts import (
     CODER_AUTHORS_SYSTEM,
     PROMPT_STYLES,
     TESTER_AUTHORS,
+    TESTER_AUTHORS_SFT,
     TESTER_AUTHORS_SYSTEM,
     PromptTemplate,
     prompt_style,
@@ -135,6 +136,25 @@ def test_the_tester_message_has_their_sections_the_question_and_the_code() -> No
     assert "Generate 5 assertion-based test cases" in other and "Generate 8" not in other
 
 
+def test_the_sft_style_gives_their_shorter_tester_message() -> None:
+    style = prompt_style("authors-sft")
+    assert (style.coder, style.tester) == (CODER_AUTHORS, TESTER_AUTHORS_SFT)
+    assert style.system("coder") == CODER_AUTHORS_SYSTEM
+    assert style.system("tester") == TESTER_AUTHORS_SYSTEM
+    assert style.stop == () and style.chat_template is None
+    text = PromptTemplate(TESTER_AUTHORS_SFT).render_observation(TESTER_OBS, num_tests=8)
+    assert text == (
+        "Given the following Question, generate 8 assert-based test cases to detect bugs in the "
+        "following python function Buggy Code. Each test case must be in the format: "
+        "'assert function_name(parameters) == answer', and split by '\\n'. Output all assert "
+        "statements inside '```python ... ```' code block, and do not output anything else.\n\n"
+        "Question:\n" + PROBLEM.rstrip() + "\n\nBuggy Code:\n" + CODE.rstrip()
+    )
+    assert "split by '\\n'" in text and "```python\n" not in text  # a backslash and an n; no fence
+    other = PromptTemplate(TESTER_AUTHORS_SFT).render_observation(TESTER_OBS, num_tests=5)
+    assert other.startswith("Given the following Question, generate 5 assert-based test cases")
+
+
 # ---------------------------------------------------------------- extraction
 
 
@@ -167,7 +187,7 @@ def test_the_train_flag_takes_the_style(capsys: pytest.CaptureFixture[str]) -> N
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    assert "{chat,compact,authors}" in parser.format_help()
+    assert "{chat,compact,authors,authors-sft}" in parser.format_help()
     config = build_config(parser.parse_args(["--preset", "nano", "--prompt-style", "authors"]))
     assert config.prompt_style == "authors"
     with pytest.raises(SystemExit):

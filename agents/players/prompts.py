@@ -45,6 +45,7 @@ __all__ = [
     "PROMPT_STYLES",
     "TEMPLATE_FIELDS",
     "TESTER_AUTHORS",
+    "TESTER_AUTHORS_SFT",
     "TESTER_AUTHORS_SYSTEM",
     "TESTER_COMPACT",
     "TESTER_PROMPT",
@@ -128,8 +129,7 @@ Question:
 # which opens with a newline and ends with one: both kept). The question is their
 # `clean_description`, the code the coder's extracted program (`extract_code_from_response`,
 # stripped of newlines). Their "8" is {num_tests} here (TrainConfig.k, 8 by default), so K = 8
-# renders their text exactly. Not reproduced: the shorter user message of line 444 they use for a
-# tester checkpoint whose path contains "sft".
+# renders their text exactly. TESTER_AUTHORS_SFT below is the other branch of that line.
 TESTER_AUTHORS_SYSTEM = "You are a helpful test case generation assistant."
 TESTER_AUTHORS = """
 # Role
@@ -164,7 +164,18 @@ Output ALL the assert statements inside ONE '```python ... ```' code block.
 Format: 'assert function_name(parameters) == answer'
 """
 
-PROMPT_STYLES: tuple[str, ...] = ("chat", "compact", "authors")
+# Tester, "sft" branch: the user message of trainer_a1.py line 444 that the authors use when the
+# tester's checkpoint path contains "sft" (their f-string's '\\n' is a backslash and an n, kept);
+# the same system message; the code is not fenced there.
+TESTER_AUTHORS_SFT = (
+    "Given the following Question, generate {num_tests} assert-based test cases to detect bugs in "
+    "the following python function Buggy Code. Each test case must be in the format: "
+    "'assert function_name(parameters) == answer', and split by '\\n'. Output all assert "
+    "statements inside '```python ... ```' code block, and do not output anything else."
+    "\n\nQuestion:\n{prompt}\n\nBuggy Code:\n{code}"
+)
+
+PROMPT_STYLES: tuple[str, ...] = ("chat", "compact", "authors", "authors-sft")
 """The names :func:`prompt_style` takes (``TrainConfig.prompt_style``)."""
 
 _OPEN_FENCE_AT_END = re.compile(r"```[\w+.-]*[ \t]*\Z")
@@ -312,8 +323,10 @@ def prompt_style(style: str) -> PromptStyle:
     ``"chat"``: the paper-style instructions, in the tokenizer's chat template, no stop string;
     ``"compact"``: the tiny models' short prompts, no chat template, stopping at a closing fence;
     ``"authors"``: the Code-A1 authors' system and user messages (:data:`CODER_AUTHORS`,
-    :data:`TESTER_AUTHORS`), in the tokenizer's chat template, no stop string. Without a chat
-    template a prompt is its user message as plain text, and the system message is not shown.
+    :data:`TESTER_AUTHORS`), in the tokenizer's chat template, no stop string;
+    ``"authors-sft"``: the same, with the tester's shorter user message the authors give a tester
+    checkpoint whose path holds ``sft`` (:data:`TESTER_AUTHORS_SFT`). Without a chat template a
+    prompt is its user message as plain text, and the system message is not shown.
 
     Raises:
         ValueError: For a name outside :data:`PROMPT_STYLES`.
@@ -321,10 +334,10 @@ def prompt_style(style: str) -> PromptStyle:
     """
     if style == "compact":
         return PromptStyle(CODER_COMPACT, TESTER_COMPACT, ("```",), False)
-    if style == "authors":
+    if style in ("authors", "authors-sft"):
         return PromptStyle(
             CODER_AUTHORS,
-            TESTER_AUTHORS,
+            TESTER_AUTHORS if style == "authors" else TESTER_AUTHORS_SFT,
             (),
             None,
             coder_system=CODER_AUTHORS_SYSTEM,

@@ -172,12 +172,13 @@ class TrainConfig:
         "down_proj",
     )
     """Module names that receive LoRA adapters."""
-    prompt_style: Literal["chat", "compact", "authors"] = "chat"
+    prompt_style: Literal["chat", "compact", "authors", "authors-sft"] = "chat"
     """``chat``: the paper-style instructions (wrapped in the chat template when the tokenizer has
     one); ``compact``: the short prompts of the tiny CPU models
     (``agents.players.prompts.*_COMPACT``); ``authors``: the Code-A1 authors' own system and user
     messages for both roles, word for word (``agents.players.prompts.*_AUTHORS``; in the chat
-    template when the tokenizer has one)."""
+    template when the tokenizer has one); ``authors-sft``: the same with the shorter tester message
+    they give a tester checkpoint whose path holds ``sft`` (``TESTER_AUTHORS_SFT``)."""
     generation_backend: GenerationBackend = "auto"
     """``auto`` (vLLM when installed and a GPU is present, else transformers), ``transformers``
     or ``vllm``."""
