@@ -16,7 +16,7 @@ def plain_judgement(judgement: Any) -> Any:
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "duration_s"}
+            return {k: strip(v) for k, v in value.items() if k not in ("duration_s", "wall_s")}
         if isinstance(value, (list, tuple)):
             return [strip(v) for v in value]
         return value

@@ -235,6 +235,11 @@ class CallResult:
             Validated in the trusted parent as pairs of ints in the program's line range, but
             reported by the untrusted process: monitoring-grade data for coverage metrics, never
             a verdict. None otherwise (calls that timed out, crashed or never ran included).
+        wall_s: Seconds of wall-clock time the call took, whatever the ``timeout_clock``: the
+            job child's own measure kept within the trusted side's interval, or for a call that
+            ended its child the trusted side's wall time to the exit (so ``duration_s`` under
+            ``"wall"``). A loaded machine raises it and not the CPU time. 0 for a call that
+            never ran.
     """
 
     status: CallStatus
@@ -242,6 +247,7 @@ class CallResult:
     error: str = ""
     duration_s: float = 0.0
     coverage: frozenset[tuple[int, int]] | None = None
+    wall_s: float = 0.0
 
     @property
     def ok(self) -> bool:

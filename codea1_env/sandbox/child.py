@@ -728,21 +728,22 @@ class ChildSession:
         claimed = obj.get("d")
         previous = self.cpu_mark
         self._mark_cpu(obj)
+        if type(claimed) is not float or claimed != claimed:  # missing, forged or NaN
+            wall = longest
+        elif claimed > longest:
+            wall = longest
+        elif claimed < shortest:
+            wall = shortest if shortest > 0.0 else 0.0
+        else:
+            wall = claimed if claimed > 0.0 else 0.0
+        duration = wall
         if self.cpu_clock and previous is not None and self.cpu_mark is not None:
             # the call's CPU time by the child's own clock, kept within its wall time
             duration = self.cpu_mark - previous
             duration = 0.0 if duration < 0.0 else longest if duration > longest else duration
-        elif type(claimed) is not float or claimed != claimed:  # missing, forged or NaN
-            duration = longest
-        elif claimed > longest:
-            duration = longest
-        elif claimed < shortest:
-            duration = shortest if shortest > 0.0 else 0.0
-        else:
-            duration = claimed if claimed > 0.0 else 0.0
         coverage = None if arcs is None else self.setup_arcs | arcs
         self.run.results.append(
-            CallResult(STATUS_NAMES[status], value, error, duration, coverage=coverage)
+            CallResult(STATUS_NAMES[status], value, error, duration, coverage=coverage, wall_s=wall)
         )
         self.index += 1
         self.phase = "done" if self.index >= self.end else "call"

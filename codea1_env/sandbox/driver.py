@@ -242,7 +242,9 @@ class ZygoteClient:
             if current >= n:
                 break
             status, error = run.death(job.limits)
-            results[current] = CallResult(status, error=error, duration_s=run.tail_s)
+            results[current] = CallResult(
+                status, error=error, duration_s=run.tail_s, wall_s=run.tail_s
+            )
             timeouts += status is CallStatus.TIMEOUT
             start = current + 1
             if start >= n:
@@ -275,10 +277,10 @@ class ZygoteClient:
             if run.results:
                 first_result = run.results[0]
                 status, error = first_result.status, first_result.error
-                duration = first_result.duration_s
+                duration, wall = first_result.duration_s, first_result.wall_s
             else:
                 status, error = run.death(job.limits, exit_zero_ok=True)
-                duration = run.tail_s
+                duration = wall = run.tail_s
             value = None
             if status is CallStatus.OK:
                 if run.stdout.dropped:
@@ -288,7 +290,7 @@ class ZygoteClient:
                     value = run.stdout.text()
             elif status is CallStatus.TIMEOUT:
                 timeouts += 1
-            results[i] = CallResult(status, value, error, duration)
+            results[i] = CallResult(status, value, error, duration, wall_s=wall)
         return [r or CallResult(CallStatus.NOT_RUN) for r in results], setup_status, setup_error
 
     def _run_child(self, job: Job, start: int, stdin_text: str | None, out_limit: int) -> ChildRun:

@@ -409,6 +409,7 @@ def _verdict(
     status = call.status.value if call is not None else CallStatus.NOT_RUN.value
     error = call.error[:300] if call is not None else "candidate did not run"
     duration = call.duration_s if call is not None else 0.0
+    wall = call.wall_s if call is not None else 0.0
     return TestVerdict(
         text,
         valid,
@@ -418,6 +419,7 @@ def _verdict(
         source,
         agrees_with_tester=agrees,
         duration_s=duration,
+        wall_s=wall,
     )
 
 

@@ -32,6 +32,8 @@ class TestVerdict:
             test; False when the claim did not evaluate.
         duration_s: How long the candidate's call took (the sandbox's measure, on the limits'
             ``timeout_clock``: CPU seconds by default; 0 if not run).
+        wall_s: The same call's wall-clock seconds (0 if not run); with the CPU clock, the
+            difference is the time the call waited (for a core, or in a sleep).
 
     """
 
@@ -45,6 +47,7 @@ class TestVerdict:
     source: str = "generated"
     agrees_with_tester: bool = False
     duration_s: float = 0.0
+    wall_s: float = 0.0
 
 
 @dataclass(frozen=True)
