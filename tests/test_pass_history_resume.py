@@ -153,6 +153,31 @@ def test_merged_states_unite_candidates_and_add_failures() -> None:
         merge_states([one.state_dict(), {"entries": []}])
 
 
+def test_a_test_that_never_failed_keeps_at_most_keep_candidates() -> None:
+    # enough to answer always_passes up to keep, which is all the referee asks (its keep is
+    # always_pass_after): the memory and the saved file stay bounded by max_size x keep
+    history = PassHistory()
+    for index in range(100):
+        history.record("t", "f(1)", f"program {index}", True, keep=16)
+        history.record("t", "f(2)", f"program {index}", True)
+    by_call = {entry[1]: entry for entry in history.state_dict()["entries"]}
+    assert len(by_call["f(1)"][2]) == 16 and len(by_call["f(2)"][2]) == 100
+    assert history.always_passes("t", "f(1)", 16)
+    assert not history.always_passes("t", "f(1)", 17)  # more than it kept: not known
+    history.record("t", "f(1)", "a failing one", False, keep=16)
+    assert not history.always_passes("t", "f(1)", 1)
+
+
+def test_the_referee_keeps_always_pass_after_candidates(shared_sandbox: Any) -> None:
+    problem = load_source("bank")[PROBLEMS[0]]
+    referee = Referee(sandbox=shared_sandbox, stability=STABILITY)  # always_pass_after=2
+    codes = [fenced(f"{problem.gt_program}\nVARIANT = {i}") for i in range(4)]
+    test = problem.tests[0]
+    referee.judge(problem, codes, [[fenced(test)]] * len(codes))
+    [entry] = referee.pass_history_state()["entries"][-1:]
+    assert entry[0] == problem.task_id and len(entry[2]) == 2 and entry[3] == 0
+
+
 def test_a_test_that_failed_keeps_its_failure_count_only() -> None:
     # it can never be trivial again: which candidates ran it no longer matters
     history = PassHistory()

@@ -68,8 +68,10 @@ class PassHistory:
     every process and every run, unlike :func:`hash`), so the history can be saved with
     :meth:`state_dict` and restored with :meth:`load_state_dict` (the trainer's checkpoints do).
     A test that failed once can never be trivial again, so it keeps its failure count only, not
-    its candidates (which bounds the memory, and the checkpoint file, of most tests). Not safe
-    to read or save while another thread records into it.
+    its candidates; one that has not failed keeps at most the ``keep`` candidates that
+    :meth:`record` is given (the referee gives ``always_pass_after``: more cannot change its
+    answer), which bounds the memory, and the checkpoint file, to ``max_size`` x ``keep``
+    digests. Not safe to read or save while another thread records into it.
 
     Args:
         max_size: The most tests remembered.
@@ -84,14 +86,26 @@ class PassHistory:
     def __len__(self) -> int:
         return len(self._stats)
 
-    def record(self, task_id: str, call: str, program: str, passed: bool) -> None:
-        """Record one candidate's outcome on one valid test (repeats of a program count once)."""
+    def record(
+        self, task_id: str, call: str, program: str, passed: bool, keep: int | None = None
+    ) -> None:
+        """Record one candidate's outcome on one valid test (repeats of a program count once).
+
+        Args:
+            task_id: The problem.
+            call: The test's call (its key).
+            program: The candidate's program text.
+            passed: Whether the candidate passed the test.
+            keep: The most candidates kept for a test that has not failed (None: all); once it
+                has that many, :meth:`always_passes` answers True for any ``min_candidates`` up
+                to ``keep``, and False above it.
+        """
         key = (task_id, call)
         programs, failures = self._stats.get(key, (set(), 0))
         failures += 0 if passed else 1
         if failures:  # failed once, never trivial again: which candidates ran it no longer matters
             programs = _NONE
-        else:
+        elif keep is None or len(programs) < keep:
             programs.add(program_digest(program))
         self._stats[key] = (programs, failures)
         self._stats.move_to_end(key)

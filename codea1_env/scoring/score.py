@@ -239,6 +239,7 @@ def _score_suite(
                     call_key(test.case),
                     code.program or "",
                     verdict.passed,
+                    keep=c.stability.always_pass_after,
                 )
     dropped = tuple(
         (_case_line(t.case), t.status, _case_text(t.case))
