@@ -1,20 +1,24 @@
-"""Do two interpreters or machines give the same verdicts? Judge one saved workload on each, diff.
+"""Do two interpreters, machines or sandbox backends give the same verdicts? Judge one workload.
 
     python scripts/compare_verdicts.py workload --problems 64 --out work.json   # once, anywhere
     python scripts/compare_verdicts.py judge work.json --out a.json              # on each side
+    python scripts/compare_verdicts.py judge work.json --sandbox docker --out b.json
     python scripts/compare_verdicts.py compare a.json b.json                     # exit 1 on news
 
 The workload is ``benchmarks/bench_referee.py``'s: HumanEval problems whose duels finish without a
 timeout, 8 codes each (the GT and AST mutants) x 8 scripted suites, saved as texts so that every
 side judges the same duels. ``judge`` scores it with a fresh :class:`Referee` (default limits and
-rewards, an empty mistake book, batches of 8 problems) on the local sandbox of the interpreter that
-runs it, and keeps, per problem: the coder, tester and GT-pass rewards, which codes ran, and every
-verdict (its text, valid, passed, status, source, agreement with the tester). Error messages are
-left out: they are worded differently from one Python to the next and no reward reads them.
+rewards, an empty mistake book, batches of 8 problems) on a sandbox backend (``--sandbox``: the
+local sandbox of the interpreter that runs it by default; ``docker`` runs the programs on its
+image's Python, ``ray`` through a pool of actors), and keeps, per problem: the coder, tester and
+GT-pass rewards, which codes ran, and every verdict (its text, valid, passed, status, source,
+agreement with the tester). Error messages are left out: they are worded differently from one
+Python to the next and no reward reads them.
 
 ``compare`` lists every problem whose records differ. A difference listed in :data:`KNOWN` between
-two Pythons on either side of its version is expected (the sandboxed program computes another
-value there, as it would in the authors' harness); any other difference exits with status 1.
+two Pythons (the ones that ran the programs) on either side of its version is expected (the
+sandboxed program computes another value there, as it would in the authors' harness); any other
+difference exits with status 1.
 """
 
 from __future__ import annotations
@@ -57,15 +61,17 @@ def _verdict(v: Any) -> list[Any]:
     return [v.test, v.valid, v.passed, v.status, v.source, v.agrees_with_tester]
 
 
-def _judge(workload: Path, out: Path, batch: int = 8) -> None:
+def _judge(workload: Path, out: Path, backend: str = "local", batch: int = 8) -> None:
     from codea1_env.problems.schema import problem_from_dict
-    from codea1_env.sandbox.local import LocalSandbox
+    from codea1_env.sandbox.factory import make_sandbox
     from codea1_env.scoring.referee import Referee
 
     data = json.loads(workload.read_text())
     duels = [(problem_from_dict(p), codes, suites) for p, codes, suites in data["duels"]]
     records: list[dict[str, Any]] = []
-    with LocalSandbox() as sandbox:
+    with make_sandbox(backend) as sandbox:
+        # the Python that runs the programs (a Docker image's may differ from this interpreter)
+        ran_on = sandbox.isolation().python.split(", ")[0] or sys.version.split()[0]
         referee = Referee(sandbox=sandbox, owns_sandbox=False)
         for start in range(0, len(duels), batch):
             chunk = duels[start : start + batch]
@@ -85,8 +91,10 @@ def _judge(workload: Path, out: Path, batch: int = 8) -> None:
                         "gt_tests": [[_verdict(v) for v in r] for r in j.gt_tests],
                     }
                 )
-    write_text_atomic(out, json.dumps({"python": list(sys.version_info[:3]), "records": records}))
-    print(f"{out}: {len(records)} problems judged on Python {sys.version.split()[0]}")
+    version = [int(part) for part in ran_on.split(".")[:3]]
+    record = {"python": version, "sandbox": backend, "records": records}
+    write_text_atomic(out, json.dumps(record))
+    print(f"{out}: {len(records)} problems judged on the {backend} sandbox, Python {ran_on}")
 
 
 def differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, list[str]]:
@@ -116,6 +124,10 @@ def expected(task_id: str, python_a: tuple[int, ...], python_b: tuple[int, ...])
 def _compare(first: Path, second: Path) -> int:
     a, b = json.loads(first.read_text()), json.loads(second.read_text())
     pa, pb = tuple(a["python"]), tuple(b["python"])
+    sides = [
+        f"Python {'.'.join(map(str, p))} ({r.get('sandbox', 'local')})"
+        for p, r in ((pa, a), (pb, b))
+    ]
     found = differences(a, b)
     news = 0
     for task_id, fields in found.items():
@@ -124,7 +136,7 @@ def _compare(first: Path, second: Path) -> int:
         print(f"{task_id}: {', '.join(fields)} differ ({'expected: ' + why if why else 'NEW'})")
     same = len(a["records"]) - len(found)
     print(
-        f"Python {'.'.join(map(str, pa))} vs {'.'.join(map(str, pb))}: {same} of "
+        f"{sides[0]} vs {sides[1]}: {same} of "
         f"{len(a['records'])} problems identical, {len(found) - news} expected differences, "
         f"{news} unexpected"
     )
@@ -140,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     judge = commands.add_parser("judge", help="judge a saved workload on this interpreter")
     judge.add_argument("workload", type=Path)
     judge.add_argument("--out", type=Path, required=True)
+    judge.add_argument(
+        "--sandbox", choices=("local", "docker", "ray"), default="local", help="the backend"
+    )
     compare = commands.add_parser("compare", help="diff two judge outputs; 1 on a new difference")
     compare.add_argument("first", type=Path)
     compare.add_argument("second", type=Path)
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--problems must be 1-164, got {args.problems}")
         _workload(args.problems, args.out)
     elif args.command == "judge":
-        _judge(args.workload, args.out)
+        _judge(args.workload, args.out, args.sandbox)
     else:
         return _compare(args.first, args.second)
     return 0

@@ -1,4 +1,8 @@
-"""``scripts/compare_verdicts.py``: the cross-Python verdict check CI runs (.ci/other_pythons.sh)."""
+"""``scripts/compare_verdicts.py``: the verdict checks CI runs across Pythons and backends.
+
+``.ci/other_pythons.sh`` compares Python 3.10 and 3.13 with 3.11, ``.ci/other_backends.sh`` the
+Docker and Ray backends with the local sandbox.
+"""
 
 from __future__ import annotations
 
@@ -46,7 +50,9 @@ def test_judging_a_workload_twice_agrees_and_a_changed_verdict_fails(
     assert cv.main(["judge", str(workload), "--out", str(first)]) == 0
     assert cv.main(["judge", str(workload), "--out", str(second)]) == 0
     assert cv.main(["compare", str(first), str(second)]) == 0
-    record = json.loads(first.read_text())["records"][0]
+    judged = json.loads(first.read_text())
+    assert judged["sandbox"] == "local" and len(judged["python"]) == 3  # the programs' Python
+    record = judged["records"][0]
     assert record["compiled"] == [True, True]
     assert record["gt_pass"][0] == 1.0 and record["gt_pass"][1] < 1.0
 
