@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
@@ -83,6 +84,12 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     schema (``task_id``, ``prompt``, ``entry_point``, ``canonical_solution``, ``tests``; see
     :mod:`codea1_env.problems.schema`).
 
+    The mistake book is the env's memory across episodes, as in Code-A1: every scored episode
+    updates it, and later episodes of the same problem replay its top entries against the code,
+    so ``reset(seed=s)`` fixes the problem drawn but not the book. Two fresh envs given the same
+    seeds and actions score alike; ``mistake_book=False`` turns the book off (nothing replayed,
+    nothing recorded), so every episode scores as if it were the first.
+
     ## Episode End
 
     Terminated after the tester's move (after the coder's in golden mode). Never truncated.
@@ -111,6 +118,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         alpha=0.5, k=8,           # Code-A1's reward weights
         limits=None,              # codea1_env.sandbox.Limits or a dict of its fields
         mistake_book=None,        # None (in memory) | path to a SQLite file | a MistakeBook
+                                  # | False (no mistake book)
         sandbox=None,             # None/"local" | "docker" | a Sandbox instance
     )
     ```
@@ -142,7 +150,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         alpha: float = 0.5,
         k: int = 8,
         limits: Limits | Mapping[str, Any] | None = None,
-        mistake_book: MistakeBook | str | None = None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
         stability: StabilityOptions | Mapping[str, Any] | None = None,

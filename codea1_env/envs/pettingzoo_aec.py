@@ -18,6 +18,7 @@ for agent in env.agent_iter():
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,7 +64,7 @@ class CodeTestDuelAEC(AECEnv):  # type: ignore[misc]
         alpha: float = 0.5,
         k: int = 8,
         limits: Limits | Mapping[str, Any] | None = None,
-        mistake_book: MistakeBook | str | None = None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
         stability: StabilityOptions | Mapping[str, Any] | None = None,

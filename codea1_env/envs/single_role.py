@@ -10,6 +10,7 @@ Both are one-step episodes scored by the same referee as ``CodeTestDuel-v0``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
@@ -43,7 +44,7 @@ class _OneStepEnv(gym.Env[dict[str, Any], str]):
         source: Any,
         reward_config: RewardConfig,
         limits: Limits | Mapping[str, Any] | None,
-        mistake_book: MistakeBook | str | None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None,
         sandbox: Sandbox | str | None,
         referee: Referee | None,
         stability: StabilityOptions | Mapping[str, Any] | None,
@@ -103,7 +104,7 @@ class CoderEnv(_OneStepEnv):
         opponent: str = "gt",
         k: int = 8,
         limits: Limits | Mapping[str, Any] | None = None,
-        mistake_book: MistakeBook | str | None = None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
         stability: StabilityOptions | Mapping[str, Any] | None = None,
@@ -178,7 +179,7 @@ class TesterEnv(_OneStepEnv):
         alpha: float = 0.5,
         k: int = 8,
         limits: Limits | Mapping[str, Any] | None = None,
-        mistake_book: MistakeBook | str | None = None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
         stability: StabilityOptions | Mapping[str, Any] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -57,7 +58,7 @@ class CodeTestDuelVectorEnv(VectorEnv[dict[str, Any], tuple[str, ...], np.ndarra
         alpha: float = 0.5,
         k: int = 8,
         limits: Limits | Mapping[str, Any] | None = None,
-        mistake_book: MistakeBook | str | None = None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
         sandbox: Sandbox | str | None = None,
         referee: Referee | None = None,
         stability: StabilityOptions | Mapping[str, Any] | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 
 from codea1_env.game.caller import warn_at_caller
 from codea1_env.game.duel import Duel, DuelOutcome, fixed_tester, score_duels
-from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, SqliteMistakeBook
+from codea1_env.mistake_book import InMemoryMistakeBook, MistakeBook, open_mistake_book
 from codea1_env.problems import Problem, ProblemSource, load_source, problem_from_dict
 from codea1_env.problems.curriculum import Curriculum, hard_only
 from codea1_env.sandbox.base import Limits, Sandbox
@@ -50,13 +51,30 @@ def make_limits(limits: Limits | Mapping[str, Any] | None) -> Limits:
     return Limits(**dict(limits))
 
 
-def make_mistake_book(book: MistakeBook | str | None) -> MistakeBook:
-    """A mistake book from an instance, a SQLite path, or None/``"memory"`` (in memory)."""
-    if book is None or book == "memory":
-        return InMemoryMistakeBook()
+def make_mistake_book(book: MistakeBook | str | os.PathLike[str] | bool | None) -> MistakeBook:
+    """A mistake book from an instance, a spec for :func:`open_mistake_book`, or a bool.
+
+    Args:
+        book: A :class:`MistakeBook`; None, ``"memory"`` or ``":memory:"`` (in memory); a SQLite
+            file's path (``"sqlite:"`` prefix optional); ``False`` for an in-memory book that
+            stays empty (the host then neither replays nor records: no mistake book, as
+            ``codea1 train --no-mistake-book``); ``True`` for the default (in memory).
+
+    Raises:
+        TypeError: ``book`` is none of these (the message names what it got).
+        ValueError: an empty path.
+
+    """
     if isinstance(book, MistakeBook):
         return book
-    return SqliteMistakeBook(str(book))
+    if book is None or isinstance(book, bool):
+        return InMemoryMistakeBook()
+    if not isinstance(book, (str, os.PathLike)):
+        raise TypeError(
+            "mistake_book must be a MistakeBook, None, 'memory', a SQLite file's path or a bool "
+            f"(False: no mistake book), got {type(book).__name__} {book!r}"
+        )
+    return open_mistake_book(book)
 
 
 def make_sandbox(sandbox: Sandbox | str | None) -> Sandbox | None:
@@ -71,7 +89,7 @@ def make_sandbox(sandbox: Sandbox | str | None) -> Sandbox | None:
 def make_referee(
     reward_config: RewardConfig,
     limits: Limits | Mapping[str, Any] | None = None,
-    mistake_book: MistakeBook | str | None = None,
+    mistake_book: MistakeBook | str | os.PathLike[str] | bool | None = None,
     sandbox: Sandbox | str | None = None,
     stability: StabilityOptions | None = None,
 ) -> Referee:
@@ -200,9 +218,14 @@ class DuelHost:
         source: Problem source (see :class:`ProblemPicker`).
         reward_config: Reward settings for a referee built here.
         limits: Sandbox limits for a referee built here.
-        mistake_book: Mistake book for a referee built here.
+        mistake_book: Mistake book for a referee built here (:func:`make_mistake_book`);
+            ``False``: none (nothing replayed, nothing recorded).
         sandbox: Sandbox (instance or backend name) for a referee built here.
-        referee: A shared referee; when given, the four arguments above are ignored.
+        referee: A shared referee; when given, the four arguments above are ignored (its book
+            is its own, so ``mistake_book=False`` is refused with it).
+
+    Raises:
+        ValueError: ``mistake_book=False`` with a shared referee.
         stability: Stability options (see :mod:`codea1_env.stability`).
     """
 
@@ -211,11 +234,17 @@ class DuelHost:
         source: Any,
         reward_config: RewardConfig,
         limits: Limits | Mapping[str, Any] | None,
-        mistake_book: MistakeBook | str | None,
+        mistake_book: MistakeBook | str | os.PathLike[str] | bool | None,
         sandbox: Sandbox | str | None,
         referee: Referee | None,
         stability: StabilityOptions | Mapping[str, Any] | None,
     ) -> None:
+        self.uses_book = mistake_book is not False
+        if referee is not None and not self.uses_book:
+            raise ValueError(
+                "mistake_book=False needs the env's own referee: a shared referee's mistake book "
+                "is the referee's (give it an empty book it never updates, or no referee)"
+            )
         self.stability = make_stability(stability)
         self.picker = ProblemPicker(source, self.stability)
         self.owns_referee = referee is None
@@ -255,7 +284,7 @@ class DuelHost:
 
     def score(self, duels: list[Duel]) -> list[DuelOutcome]:
         """Score finished duels in one sandbox call and feed the curriculum."""
-        outcomes = score_duels(self.referee, duels)
+        outcomes = score_duels(self.referee, duels, update_book=self.uses_book)
         for duel, outcome in zip(duels, outcomes):
             if self.golden:
                 outcome.reasons["tester"] = "golden_mode"
