@@ -158,7 +158,7 @@ def test_a_config_file_that_is_not_json_text_names_the_file(
 
 def test_a_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     err = _fails(["train", "--config", str(tmp_path / "nosuch.json"), "--print-config"], capsys)
-    assert "nosuch.json" in err and err.startswith("codea1 train: error: ")
+    assert err.startswith(f"codea1 train: error: --config {tmp_path / 'nosuch.json'}: cannot read")
 
 
 def test_a_bad_device_flag_is_refused_before_printing_the_config(
@@ -206,6 +206,8 @@ def test_evaluate_policies_checks_sampling_settings_first() -> None:
     [
         ["--problems", f"jsonl:{DATA / 'bad_json.jsonl'}"],
         ["--device", "tpu"],
+        # with evaluation off (nano's default) the held-out file is checked all the same
+        ["--eval-problems", f"jsonl:{DATA / 'bad_json.jsonl'}", "--no-eval-before-after"],
     ],
 )
 @pytest.mark.requires("torch")
@@ -320,6 +322,13 @@ def test_eval_source_errors_name_the_flag(capsys: pytest.CaptureFixture[str]) ->
     err = _fails(argv, capsys)
     assert "--source 'procedural-test:x': bad procedural spec" in err
     assert not Path("o").exists()
+
+
+def test_eval_names_a_bad_problem_file_as_train_does(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["eval", "--policy", "scripted:gt", "--source", f"jsonl:{DATA / 'bad_json.jsonl'}"]
+    err = _fails(argv, capsys)
+    assert err.startswith("codea1 eval: error: ProblemFormatError: ") and "bad_json.jsonl:3" in err
+    assert "procedural-test" not in err  # the hint for a bad spec is not for a bad file
 
 
 def test_eval_refuses_two_policies_of_one_name(capsys: pytest.CaptureFixture[str]) -> None:

@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from agents.training.environment import environment_record
     from codea1_env.atomic import write_text_atomic
+    from codea1_env.problems import ProblemFormatError
     from codea1_env.sandbox.factory import make_sandbox
 
     try:
@@ -141,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             http_retries=args.http_retries,
         )
         problems = select_problems(_source(args.source), args.problems)
+    except ProblemFormatError:
+        raise  # a bad file: codea1's handler names the error, the file, the line and the field
     except (ValueError, KeyError, OSError) as exc:
         print(f"codea1 eval: error: {exc}", file=sys.stderr)
         return 2
@@ -186,6 +189,8 @@ def _source(spec: str) -> object:
     resolved = f"procedural:{arg or 0}:test" if name == "procedural-test" else spec
     try:
         return problems.load_source(resolved)
+    except problems.ProblemFormatError:
+        raise  # a bad file: its message names the file, the line and the field
     except ValueError as exc:
         raise ValueError(
             f"--source {spec!r}: {exc} (eval also takes procedural-test[:SEED])"

@@ -61,7 +61,13 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
     if config_file and preset:
         raise ValueError("give either --config or --preset, not both")
     if config_file:
-        return config_from_args(args, base=TrainConfig.load(config_file).to_dict())
+        try:
+            saved = TrainConfig.load(config_file)
+        except OSError as exc:  # missing, a directory, no permission
+            raise ValueError(
+                f"--config {config_file}: cannot read it ({exc.strerror or exc})"
+            ) from None
+        return config_from_args(args, base=saved.to_dict())
     return config_from_args(args, preset)
 
 

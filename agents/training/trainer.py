@@ -223,9 +223,10 @@ class Trainer:
         if self.checkpoint is None and self.init_from is not None and not self.init_from.is_dir():
             raise FileNotFoundError(f"init_from: no checkpoint directory {self.init_from}")
         source = train_source if train_source is not None else resolve_source(config.problems)
-        self.eval_problems: list[Problem] = list(eval_problems or [])
-        if config.eval_before_after and eval_problems is None:
-            self.eval_problems = heldout_problems(config)
+        # loaded with evaluation off too: a bad eval_problems file stops the run before it writes
+        self.eval_problems: list[Problem] = (
+            heldout_problems(config) if eval_problems is None else list(eval_problems)
+        )
         fresh = self.checkpoint is None and self.dist.is_main
         made_dir = not self.run_dir.exists()
         existed = {path: path.exists() for path in _fresh_run_files(self.run_dir)}
