@@ -3,11 +3,13 @@
 from codea1_env.envs.tokens import (
     DEFAULT_TESTER_VOCAB,
     END,
+    SINGLE_ROLE_IDS,
     TokenEnv,
 )
 
 __all__ = [
     "DEFAULT_TESTER_VOCAB",
     "END",
+    "SINGLE_ROLE_IDS",
     "TokenEnv",
 ]

@@ -215,9 +215,7 @@ def _views(sandbox):
         "aec": lambda mode: CodeTestDuelAEC(sandbox=sandbox, render_mode=mode),
         "coder": lambda mode: CoderEnv(sandbox=sandbox, render_mode=mode),
         "tester": lambda mode: TesterEnv(sandbox=sandbox, render_mode=mode),
-        "tokens": lambda mode: TokenEnv(
-            CodeTestDuelEnv(sandbox=sandbox, reward_mode="golden"), render_mode=mode
-        ),
+        "tokens": lambda mode: TokenEnv(TesterEnv(sandbox=sandbox), render_mode=mode),
     }
 
 

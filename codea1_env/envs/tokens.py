@@ -1,10 +1,13 @@
 """A token-level view of a single-role env: ``Discrete`` actions, ``Box`` observations.
 
 Classic RL libraries (Stable-Baselines3, CleanRL) want fixed-size numeric spaces. This wrapper
-turns a text env (by default ``CodeTestDuel-Tester-v0``) into one: each step appends one token
-from a small vocabulary; the episode ends when the policy picks the end token or reaches
-``max_tokens``, and the assembled text is then played in the inner env, whose reward is the
-(sparse) reward of the last step.
+turns a single-role text env (``CodeTestDuel-Tester-v0``, the default, or
+``CodeTestDuel-Coder-v0``) into one: each step appends one token from a small vocabulary; the
+episode ends when the policy picks the end token or reaches ``max_tokens``, and the assembled text
+is then played in the inner env, whose reward is the (sparse) reward of the last step and whose
+``terminated`` / ``truncated`` flags are the last step's. The two-player ``CodeTestDuel-v0`` is
+refused (one text is one move, and a duel needs two) unless it is in golden mode, where the
+coder's move ends the episode.
 
 Observation: a ``Box(0, 1, (context_chars + max_tokens,), float32)``: the first
 ``context_chars`` UTF-8 bytes of the inner observation (prompt, then code), each ``byte / 255``,
@@ -20,10 +23,17 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.envs.registration import load_env_creator
 
-from codea1_env.envs.duel_env import check_render_mode
+from codea1_env.envs.duel_env import CodeTestDuelEnv, check_render_mode
+from codea1_env.envs.single_role import CoderEnv, TesterEnv
 
-__all__ = ["DEFAULT_TESTER_VOCAB", "END", "TokenEnv"]
+__all__ = ["DEFAULT_TESTER_VOCAB", "END", "SINGLE_ROLE_IDS", "TokenEnv"]
+
+SINGLE_ROLE_IDS: tuple[str, ...] = ("CodeTestDuel-Coder-v0", "CodeTestDuel-Tester-v0")
+"""The registered ids :class:`TokenEnv` accepts: their envs are ``CoderEnv`` and ``TesterEnv``."""
+
+_SINGLE_ROLE_CLASSES: tuple[type[gym.Env[Any, Any]], ...] = (CoderEnv, TesterEnv)
 
 END = "<end>"
 """The token that ends an episode."""
@@ -50,12 +60,23 @@ replaced by the problem's entry point when the text is assembled."""
 class TokenEnv(gym.Env[np.ndarray, np.int64]):
     """Token-by-token control of a text env's single move.
 
+    The last step's ``info`` has ``text`` (the assembled text), ``inner_reward``, the inner
+    env's ``rewards`` / ``reasons`` / ``verdicts`` when it reports them, and ``inner_info`` (the
+    inner env's whole ``info``).
+
     Args:
-        env: The inner one-step text env (``CodeTestDuel-Tester-v0`` or ``-Coder-v0``), or its id.
+        env: The inner one-step text env: a single-role env (one of :data:`SINGLE_ROLE_IDS`, a
+            :class:`~codea1_env.envs.single_role.CoderEnv` or
+            :class:`~codea1_env.envs.single_role.TesterEnv`, possibly wrapped), or its id.
         vocab: Token strings; must contain :data:`END`. ``{entry_point}`` is substituted.
         max_tokens: Most tokens per episode (the text is played when reached).
         context_chars: Characters of the inner observation shown to the policy.
+        render_mode: ``None`` or ``"ansi"``.
         env_kwargs: Passed to ``gym.make`` when ``env`` is an id.
+
+    Raises:
+        ValueError: If ``env`` is not a single-role env (e.g. the two-player
+            ``CodeTestDuel-v0``), or for a bad ``vocab``, ``max_tokens`` or ``context_chars``.
 
     """
 
@@ -79,7 +100,17 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         if isinstance(env, str):
             import codea1_env  # noqa: F401  (registers the ids)
 
-            env = gym.make(env, **env_kwargs).unwrapped
+            name = env
+            golden = env_kwargs.get("reward_mode") == "golden"
+            if not golden:  # before building it
+                _refuse_unless_single_role(_registered_class(name), name)
+            env = gym.make(name, **env_kwargs).unwrapped
+            if not _one_move(env):
+                env.close()  # built here, so closed here; a caller's instance is the caller's
+        else:
+            name = _env_name(env)
+        if not _one_move(env):
+            _refuse_unless_single_role(type(env.unwrapped), name)
         self.inner = env
         self.vocab = tuple(vocab)
         self.max_tokens = int(max_tokens)
@@ -111,7 +142,14 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         return self._obs(), {"task_id": info.get("task_id", "")}
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Append one token; play the text in the inner env at the end token or the limit."""
+        """Append one token; play the text in the inner env at the end token or the limit.
+
+        Raises:
+            gymnasium.error.ResetNeeded: Before ``reset()`` or after the episode ended.
+            ValueError: For an action outside the action space.
+            RuntimeError: If the inner env's episode did not end after the text was played.
+
+        """
         if self._done:
             raise gym.error.ResetNeeded("TokenEnv: call reset() before step()")
         token = int(action)
@@ -124,11 +162,17 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
         text = self.text()
         _, reward, terminated, truncated, info = self.inner.step(text)
         self._done = True
-        out = {"text": text, "inner_reward": float(reward)}
+        if not (terminated or truncated):
+            raise RuntimeError(
+                f"TokenEnv: the inner env {_env_name(self.inner)!r} did not end its episode "
+                "after its one move (terminated and truncated both False); call reset()"
+            )
+        out: dict[str, Any] = {"text": text, "inner_reward": float(reward)}
         for key in ("rewards", "reasons", "verdicts"):
             if key in info:
                 out[key] = info[key]
-        return self._obs(), float(reward), True, False, out
+        out["inner_info"] = info
+        return self._obs(), float(reward), bool(terminated), bool(truncated), out
 
     def text(self) -> str:
         """The text assembled so far."""
@@ -151,3 +195,41 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
                 self.vocab
             )
         return np.concatenate([self._context, ids]).astype(np.float32)
+
+
+def _env_name(env: gym.Env[Any, Any]) -> str:
+    """The env's registered id when it has one, else its class name."""
+    spec = env.unwrapped.spec  # a wrapper's ``spec`` deep-copies its kwargs (a sandbox, say)
+    return spec.id if spec is not None else type(env.unwrapped).__name__
+
+
+def _one_move(env: gym.Env[Any, Any]) -> bool:
+    """A single-role env, or the duel env in golden mode (its episode is the coder's one move)."""
+    inner = env.unwrapped
+    if isinstance(inner, _SINGLE_ROLE_CLASSES):
+        return True
+    host = getattr(inner, "host", None)
+    return isinstance(inner, CodeTestDuelEnv) and bool(getattr(host, "golden", False))
+
+
+def _registered_class(env_id: str) -> type | None:
+    """The class an id's entry point names, or ``None`` (unknown id, or not a class)."""
+    try:
+        creator: Any = gym.spec(env_id).entry_point
+        if isinstance(creator, str):
+            creator = load_env_creator(creator)
+    except (gym.error.Error, ImportError, AttributeError, ValueError):
+        return None  # gym.make says what is wrong with the id
+    return creator if isinstance(creator, type) else None
+
+
+def _refuse_unless_single_role(cls: type | None, name: str) -> None:
+    """Raise ``ValueError`` unless ``cls`` is a single-role env class (``None``: not known yet)."""
+    if cls is None or issubclass(cls, _SINGLE_ROLE_CLASSES):
+        return
+    raise ValueError(
+        "TokenEnv plays one text as one move, so it needs a single-role env: "
+        f"one of {', '.join(repr(i) for i in SINGLE_ROLE_IDS)} "
+        f"(a CoderEnv or TesterEnv instance, possibly wrapped; or CodeTestDuel-v0 with "
+        f"reward_mode='golden', where the coder's move ends the episode); got {name!r}"
+    )
