@@ -311,7 +311,7 @@ ADAPTER_ERRORS: list[tuple[str, dict[str, Any], str, str]] = [
         "kodcode",
         {"question": "q", "solution": "def f(): pass", "test": ""},
         "question_id",
-        "missing",
+        "missing (required id)",  # one field: not "one of these fields"
     ),
     ("kodcode", {**KOD, "solution": "def f(:", "test": PYTEST}, "solution", "does not parse"),
     ("kodcode", {**KOD, "solution": "x = 1", "test": "assert 1"}, "test_info", "no function name"),

@@ -189,3 +189,12 @@ def test_every_reason_an_episode_reports_is_a_code(sandbox: Any) -> None:
     found = {entry["reason"] for entry in info["rejected"]}
     assert {"dropped_duplicate", "dropped_gt_error", "not_equality", "not_assert"} <= found
     assert {reason_code(reason) for reason in found} <= REASON_CODES
+
+
+def test_a_syntax_error_without_a_line_names_none() -> None:
+    # NUL bytes: Python's SyntaxError has no line number; the reason must not say "line None"
+    # (3.10 raises ValueError, later Pythons a SyntaxError with no line number)
+    code, reason = program_of("def f():\n    return 1\x00")
+    assert code is None and reason.startswith("syntax_error: ") and "None" not in reason
+    code, reason = program_of("def f(:\n")  # the message itself differs between Pythons
+    assert code is None and reason.startswith("syntax_error: line 1: ")

@@ -285,6 +285,8 @@ def _scalar_id(
             return str(value).strip()
         if value is not None:
             raise fail(field, "expected a non-empty string or an integer")
+    if len(fields) == 1:
+        raise fail(fields[0], "missing (required id)")
     raise fail(" / ".join(fields), "missing (required id: one of these fields)")
 
 

@@ -385,7 +385,8 @@ def program_of(text: Any) -> tuple[str | None, str]:
     try:
         ast.parse(code)
     except SyntaxError as exc:
-        return None, f"syntax_error: line {exc.lineno}: {exc.msg}"
+        where = f"line {exc.lineno}: " if exc.lineno is not None else ""  # NUL bytes: no line
+        return None, f"syntax_error: {where}{exc.msg}"
     except (ValueError, RecursionError, MemoryError, OverflowError) as exc:
         return None, f"syntax_error: {type(exc).__name__}"
     return code, ""
