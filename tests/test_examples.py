@@ -66,6 +66,21 @@ def test_duel_cli_prints_a_table_and_json(tmp_path):
     assert all(r["gt_pass_rate"] == 1.0 for r in gt_rows)
 
 
+def test_duel_cli_in_golden_mode_counts_what_the_gt_tests_catch() -> None:
+    from agents.commands.duel_cli import summary
+
+    rows = [
+        {"candidate": "gt", "failed": 0, "gt_pass_rate": 1.0, "coder_reward": 1.0},
+        {"candidate": "swap@3", "failed": 0, "gt_pass_rate": 0.5, "coder_reward": 0.5},
+        {"candidate": "neg@2", "failed": 0, "gt_pass_rate": 1.0, "coder_reward": 1.0},
+    ]
+    for row in rows:
+        row["tester_reward"] = 0.0
+    line = summary(rows, golden=True)
+    assert "no tester (golden mode" in line and "caught by a GT test 1/2" in line
+    assert "caught by a test 0/2" in summary(rows)  # no suite failed them
+
+
 @pytest.mark.slow
 @pytest.mark.requires("torch", "transformers")
 def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:

@@ -141,8 +141,8 @@ def _row(info: dict[str, Any], mutant: Any) -> dict[str, Any]:
     }
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    """A fixed-width table of duel rows with a summary line."""
+def format_table(rows: list[dict[str, Any]], *, golden: bool = False) -> str:
+    """A fixed-width table of duel rows with a summary line (golden: no tester column values)."""
     header = f"{'problem':<28} {'candidate':<18} {'tests':>5} {'valid':>5} {'fail':>5} "
     header += f"{'GT pass':>7} {'coder':>6} {'tester':>6}"
     lines = [header, "-" * len(header)]
@@ -150,25 +150,30 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['task_id'][:28]:<28} {r['candidate'][:18]:<18} {r['tests']:>5} {r['valid']:>5} "
             f"{r['failed']:>5} {r['gt_pass_rate']:>7.2f} {r['coder_reward']:>6.3f} "
-            f"{r['tester_reward']:>6.3f}"
+            + (f"{'-':>6}" if golden else f"{r['tester_reward']:>6.3f}")
         )
     lines.append("-" * len(header))
-    lines.append(summary(rows))
+    lines.append(summary(rows, golden=golden))
     return "\n".join(lines)
 
 
-def summary(rows: list[dict[str, Any]]) -> str:
-    """One line: mean rewards, overall, and split by GT vs mutant candidates."""
+def summary(rows: list[dict[str, Any]], *, golden: bool = False) -> str:
+    """One line: mean rewards and the mutants caught (golden: by the GT tests; no tester)."""
 
     def mean(values: list[float]) -> float:
         return sum(values) / len(values) if values else 0.0
 
     mutants = [r for r in rows if r["candidate"] != "gt"]
-    caught = sum(1 for r in mutants if r["failed"] > 0)
+    # golden: the GT tests are the suite, and a mutant they catch has a GT pass rate below 1
+    caught = sum(1 for r in mutants if (r["gt_pass_rate"] < 1.0 if golden else r["failed"] > 0))
+    tester = (
+        "no tester (golden mode: the GT tests)"
+        if golden
+        else f"tester {mean([r['tester_reward'] for r in rows]):.3f}"
+    )
     return (
-        f"{len(rows)} duels: coder {mean([r['coder_reward'] for r in rows]):.3f}, "
-        f"tester {mean([r['tester_reward'] for r in rows]):.3f}; "
-        f"mutants caught by a test {caught}/{len(mutants)}"
+        f"{len(rows)} duels: coder {mean([r['coder_reward'] for r in rows]):.3f}, {tester}; "
+        f"mutants caught by a {'GT ' if golden else ''}test {caught}/{len(mutants)}"
     )
 
 
@@ -187,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
         mode=args.mode,
         progress=not args.quiet,
     )
-    print(summary(rows) if args.quiet else format_table(rows))
+    golden = args.mode == "golden"
+    print(summary(rows, golden=golden) if args.quiet else format_table(rows, golden=golden))
     print(f"({time.perf_counter() - started:.1f} s)")
     if args.json:
         from codea1_env.atomic import write_text_atomic
