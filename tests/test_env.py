@@ -224,3 +224,20 @@ def test_golden_mode_grades_gt_tests_against_the_gts_own_values(sandbox):
     env.close()
     # five GT tests the GT runs, expectations 3, 0, 10, 0 and the GT's 4
     assert rewards == {"abs": pytest.approx(4 / 5), "written": pytest.approx(4 / 5)}
+
+
+def test_reset_refuses_both_problem_keys_and_a_problem_id_that_is_not_text(env) -> None:
+    record = {
+        "task_id": "custom/one",
+        "prompt": "def one():\n",
+        "entry_point": "one",
+        "canonical_solution": "def one():\n    return 1\n",
+        "tests": ["assert one() == 1"],
+    }
+    with pytest.raises(ValueError, match="give 'problem' .* or 'problem_id' .* not both"):
+        env.reset(options={"problem": record, "problem_id": "bank/clamp"})
+    for bad in (3, None, ["bank/clamp"]):
+        with pytest.raises(TypeError, match="'problem_id'.*expects a str"):
+            env.reset(options={"problem_id": bad})
+    _, info = env.reset(options={"problem_id": "bank/clamp"})
+    assert info["task_id"] == "bank/clamp"

@@ -175,18 +175,23 @@ class ProblemPicker:
     def pick(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Problem:
         """The problem for the next episode.
 
-        ``options["problem"]`` (a JSONL-schema record or a :class:`Problem`) wins over
-        ``options["problem_id"]``, which wins over a random draw.
+        ``options["problem"]`` (a JSONL-schema record or a :class:`Problem`) or
+        ``options["problem_id"]`` (a str; not both), else a random draw.
 
         Keys other than :data:`RESET_OPTIONS` are ignored with a warning that names them (a
         misspelt ``problem_id`` would otherwise play a random problem without a word).
 
         Raises:
             TypeError: ``options`` is not a mapping.
-            ValueError: a malformed problem record or an unknown problem id.
+            ValueError: a malformed problem record, an unknown problem id, or both keys.
 
         """
         options = check_reset_options(options)
+        if "problem" in options and "problem_id" in options:
+            raise ValueError(
+                "reset(options=...): give 'problem' (a record to play) or 'problem_id' (one of "
+                "the source's ids), not both"
+            )
         if "problem" in options:
             record = options["problem"]
             if isinstance(record, Problem):
@@ -198,6 +203,11 @@ class ProblemPicker:
             return problem_from_dict(record, where="reset(options['problem'])")
         if "problem_id" in options:
             task_id = options["problem_id"]
+            if not isinstance(task_id, str):
+                raise TypeError(
+                    f"reset(options={{'problem_id': ...}}) expects a str (a task id such as "
+                    f"'bank/clamp'), got {type(task_id).__name__} {task_id!r}"
+                )
             try:
                 return self.source[task_id]
             except KeyError:
