@@ -241,3 +241,10 @@ def test_reset_refuses_both_problem_keys_and_a_problem_id_that_is_not_text(env) 
             env.reset(options={"problem_id": bad})
     _, info = env.reset(options={"problem_id": "bank/clamp"})
     assert info["task_id"] == "bank/clamp"
+
+
+def test_the_observation_space_prints_in_a_line(env) -> None:
+    # Gymnasium's Text repr prints its whole charset: 55,000 characters per text field
+    text = repr(env.observation_space)
+    assert len(text) < 400 and "Text(1, 16384, charset=<" in text
+    assert text == str(env.observation_space)

@@ -54,6 +54,13 @@ class CharsetText(spaces.Text):
     the same bounds and the very same charset tables, which nothing ever writes to.
     """
 
+    def __repr__(self) -> str:
+        """Gymnasium's form with the charset summarized (printed whole, it is 55,000 characters)."""
+        return (
+            f"Text({self.min_length}, {self.max_length}, "
+            f"charset=<{len(self.character_set)} characters: TEXT_CHARSET>)"
+        )
+
     def __deepcopy__(self, memo: dict[int, Any]) -> CharsetText:
         clone = copy.copy(self)
         memo[id(self)] = clone
