@@ -248,3 +248,12 @@ def test_the_observation_space_prints_in_a_line(env) -> None:
     text = repr(env.observation_space)
     assert len(text) < 400 and "Text(1, 16384, charset=<" in text
     assert text == str(env.observation_space)
+
+
+def test_pickling_or_copying_an_env_says_why_it_cannot(env) -> None:
+    import copy
+    import pickle
+
+    for attempt in (pickle.dumps, copy.deepcopy):
+        with pytest.raises(TypeError, match="a codea1 env cannot be pickled or deep-copied"):
+            attempt(env)

@@ -262,6 +262,14 @@ class DuelHost:
             reward_config, limits, mistake_book, sandbox, self.stability
         )
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Refused: a host holds a referee with sandbox processes and an open mistake book."""
+        raise TypeError(
+            "a codea1 env cannot be pickled or deep-copied: it holds sandbox worker processes "
+            "and its mistake book; build one per process (gym.make, or the constructor that "
+            "Gymnasium's async vector env pickles) and share a book through a SQLite file"
+        )
+
     @property
     def golden(self) -> bool:
         """True in the "Golden Tests" mode (no tester)."""
