@@ -54,15 +54,21 @@ for batch in range(3):
     obs, infos = env.reset(seed=batch)
     obs, _, _, _, infos = env.step(coder.act(*unbatch(obs, infos)))
     o, i = unbatch(obs, infos)
-    half = N // 2  # half the envs get a strong tester, half a trivial (copying) one
-    tests = testers[0].act(o[:half], i[:half]) + testers[1].act(o[half:], i[half:])
+    # in each group of 8 envs (one problem), 4 get a strong tester and 4 a trivial (copying)
+    # one, so both attack the same problems and codes
+    strong = [k for k in range(N) if k % 8 < 4]
+    weak = [k for k in range(N) if k % 8 >= 4]
+    tests: list[str] = [""] * N
+    for tester, envs in ((testers[0], strong), (testers[1], weak)):
+        for k, text in zip(envs, tester.act([o[k] for k in envs], [i[k] for k in envs])):
+            tests[k] = text
     obs, rewards, _, _, infos = env.step(tests)
     trivial = sum(
         1 for rows in infos["rejected"] if rows for r in rows if r["reason"].startswith("trivial")
     )
     print(
-        f"batch {batch}: tester reward strong {np.mean(rewards[:half]):.3f} "
-        f"trivial {np.mean(rewards[half:]):.3f}; trivial tests rejected: {trivial}; "
+        f"batch {batch}: tester reward strong {np.mean(rewards[strong]):.3f} "
+        f"trivial {np.mean(rewards[weak]):.3f}; trivial tests rejected: {trivial}; "
         f"curriculum level {infos['curriculum/level'][0]:.2f}"
     )
 print("what the tester saw (anonymized):\n" + obs["code"][0][:400])
