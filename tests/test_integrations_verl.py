@@ -459,3 +459,250 @@ def test_any_response_scores_the_same_through_reward_url(service_for: Any) -> No
         remote = adapter.compute_score("codea1/bank", response, "bank/clamp", {}, reward_url=url)
         assert remote == local, response if not isinstance(response, str) else len(response)
     adapter.close_cores()
+
+
+# ------------------------------------------------------------------ misspelled reward keywords
+
+
+def test_a_misspelled_reward_keyword_is_an_error_in_every_form() -> None:
+    import asyncio
+
+    gt = answer_for(load_source("bank")["bank/reverse_words"].gt_program)
+    call: dict[str, Any] = {
+        "data_source": "codea1/bank",
+        "solution_str": gt,
+        "ground_truth": "bank/reverse_words",
+        "extra_info": {"num_turns": None, "rollout_reward_scores": {}},
+    }
+    message = r"^unknown reward keyword\(s\) \['opponentt'\]; codea1's: \[.*'opponent',"
+    with pytest.raises(ValueError, match=message):
+        adapter.compute_score(**call, opponentt="gt", workers=1)
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(adapter.compute_score_async(**call, opponentt="gt", workers=1))
+    with pytest.raises(ValueError, match=message):
+        adapter.compute_score_batch(["codea1/bank"], [gt], ["bank/reverse_words"], opponentt="gt")
+    # the remote path too, before any request (nothing listens on port 1)
+    with pytest.raises(
+        ValueError, match=r"\['reward_retires', 'workerz'\]; codea1's: .*'reward_retries'"
+    ):
+        adapter.compute_score(**call, reward_url="http://127.0.0.1:1", reward_retires=0, workerz=1)
+    # verl 0.9.1's own keywords (its reward-loop managers with a reward-model router) are fine
+    assert adapter.VERL_KWARGS == ("reward_router_address", "reward_model_tokenizer")
+    result = adapter.compute_score(
+        **call,
+        opponent="gt",
+        workers=1,
+        reward_router_address="127.0.0.1:8000",
+        reward_model_tokenizer=object(),
+    )
+    assert result["score"] == 1.0 and result["scored"] == 1.0
+
+
+@pytest.fixture
+def manager_module(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """agents.integrations.verl_manager imported over stand-ins of the three verl names it uses.
+
+    verl 0.9.1 cannot be installed in this venv; test_integrations_verl_manager.py checks the
+    same against the real one.
+    """
+    import importlib
+    import sys
+    import types
+
+    import agents.integrations as package
+
+    class RewardManagerBase:
+        def __init__(self, config: Any, tokenizer: Any, compute_score: Any) -> None:
+            self.config, self.tokenizer, self.compute_score = config, tokenizer, compute_score
+
+    registry: dict[str, Any] = {}
+
+    def register(name: str) -> Any:
+        return lambda cls: registry.setdefault(name, cls)
+
+    names: dict[str, dict[str, Any]] = {
+        "verl": {"DataProto": object},
+        "verl.experimental": {},
+        "verl.experimental.reward_loop": {},
+        "verl.experimental.reward_loop.reward_manager": {},
+        "verl.experimental.reward_loop.reward_manager.base": {
+            "RewardManagerBase": RewardManagerBase
+        },
+        "verl.experimental.reward_loop.reward_manager.registry": {
+            "REWARD_MANAGER": registry,
+            "register": register,
+        },
+    }
+    for name, attributes in names.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attributes)
+        monkeypatch.setitem(sys.modules, name, module)
+    key = "agents.integrations.verl_manager"
+    saved = sys.modules.pop(key, None)
+    try:
+        manager = importlib.import_module(key)
+        assert registry == {"codea1": manager.CodeA1RewardManager}
+        yield manager
+    finally:
+        sys.modules.pop(key, None)
+        if saved is not None:
+            sys.modules[key] = saved
+            package.verl_manager = saved  # type: ignore[attr-defined]
+        else:
+            vars(package).pop("verl_manager", None)
+
+
+def test_the_managers_reward_kwargs_reject_an_unknown_key(manager_module: Any) -> None:
+    from agents.integrations.reward_client import REMOTE_KWARGS
+
+    manager_class = manager_module.CodeA1RewardManager
+    known = set(adapter.SCORING_KWARGS) | set(REMOTE_KWARGS) | {"batch_window_ms", "max_batch"}
+    assert manager_module.known_options() == known
+    options = {"opponent": "gt", "update_book": False, "max_batch": 4, "batch_window_ms": 5}
+    config = {"reward": {"reward_kwargs": options}}
+    manager = manager_class(config, None, None, reward_router_address=None)
+    assert manager.options == {"opponent": "gt", "update_book": False}
+    assert manager.max_batch == 4 and manager.batch_window_s == 0.005
+    for typo in ({"opponentt": "gt"}, {"opponent": "gt", "max_batches": 8, "alfa": 1.0}):
+        unknown = sorted(set(typo) - known)
+        with pytest.raises(ValueError) as caught:
+            manager_class({"reward": {"reward_kwargs": typo}}, None, None)
+        text = str(caught.value)
+        assert text.startswith(
+            f"CodeA1RewardManager: unknown reward.reward_kwargs key(s) {unknown}; known: "
+        )
+        assert str(sorted(known)) in text
+    # DAPO's options mean nothing to this manager: an error too, not silently ignored
+    with pytest.raises(ValueError, match=r"\['max_resp_len'\]"):
+        manager_class({"reward": {"reward_kwargs": {"max_resp_len": 512}}}, None, None)
+
+
+# ------------------------------------------------------------------ the data builder's CLI
+
+
+def test_write_parquet_creates_missing_folders_and_replaces_atomically(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    import pyarrow.parquet as pq
+
+    rows = adapter.build_rows("bank", limit=2)
+    out = tmp_path / "data" / "codea1" / "coder.parquet"
+    assert adapter.write_parquet(rows, str(out)) == 2
+    assert pq.read_table(out).num_rows == 2
+    os.chmod(out, 0o640)
+    assert adapter.write_parquet(rows[:1], out) == 1
+    assert pq.read_table(out).num_rows == 1 and out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in out.parent.iterdir()) == ["coder.parquet"]
+
+    def torn(table: Any, where: Any, **kwargs: Any) -> None:
+        where.write(b"PAR1 half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pq, "write_table", torn)
+    with pytest.raises(OSError, match="disk full"):
+        adapter.write_parquet(rows, out)
+    monkeypatch.undo()
+    assert pq.read_table(out).num_rows == 1  # the old file, whole
+    assert sorted(p.name for p in out.parent.iterdir()) == ["coder.parquet"]  # no temp file
+    # the command line, into folders that do not exist yet
+    deep = tmp_path / "new" / "deeper" / "v.parquet"
+    assert adapter.main(["--source", "bank", "--limit", "1", "--out", str(deep)]) == 0
+    assert pq.read_table(deep).num_rows == 1
+
+
+def _main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[Any, str]:
+    """main's exit status (returned, or argparse's SystemExit) and its stderr."""
+    try:
+        status: Any = adapter.main(argv)
+    except SystemExit as exc:
+        status = exc.code
+    return status, capsys.readouterr().err
+
+
+PROG = "python -m agents.integrations.verl: error: "
+
+
+@pytest.mark.parametrize(
+    ("argv", "error", "usage"),
+    [
+        (["--source", "nope"], "ValueError: unknown problem source 'nope'; expected", False),
+        (
+            ["--source", "jsonl:{bad}"],
+            "ProblemFormatError: {bad}:1: field 'prompt': missing",
+            False,
+        ),
+        (["--source", "jsonl:{missing}"], "FileNotFoundError: [Errno 2] No such file", False),
+        (["--role", "tester", "--codes", "http"], "--codes http needs --coder-url", True),
+        (
+            ["--env-class", "codea1_nope"],
+            "argument --env-class: invalid choice: 'codea1_nope'",
+            True,
+        ),
+        (
+            ["--role", "tester", "--env-class", "codea1_coder"],
+            "argument --env-class: codea1_coder is not the tester's env; --role tester rows "
+            "need codea1_tester",
+            True,
+        ),
+        (["--limit", "-1"], "argument --limit: expected an integer >= 0, got '-1'", True),
+    ],
+)
+def test_a_bad_input_is_one_error_line_exit_2_and_nothing_written(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], argv: list[str], error: str, usage: bool
+) -> None:
+    bad = tmp_path / "problems.jsonl"
+    bad.write_text('{"task_id": "x/1"}\n')
+    paths = {"bad": str(bad), "missing": str(tmp_path / "missing.jsonl")}
+    out = tmp_path / "new" / "x.parquet"
+    limit = [] if "--limit" in argv else ["--limit", "2"]
+    status, err = _main([*(a.format(**paths) for a in argv), *limit, "--out", str(out)], capsys)
+    assert status == 2
+    lines = err.splitlines()
+    assert [line for line in lines if "error:" in line] == [lines[-1]]
+    assert lines[-1].startswith(PROG + error.format(**paths)), lines[-1]
+    assert "Traceback" not in err
+    if not usage:
+        assert len(lines) == 1
+    assert not (tmp_path / "new").exists()
+
+
+def test_an_unwritable_out_is_refused_before_the_work(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, err = _main(["--limit", "1", "--out", str(tmp_path)], capsys)
+    assert (status, err) == (2, f"{PROG}IsADirectoryError: --out {tmp_path}: is a directory\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    status, err = _main(["--limit", "1", "--out", str(blocker / "x.parquet")], capsys)
+    assert status == 2 and err.startswith(f"{PROG}NotADirectoryError: --out {blocker}/x.parquet")
+
+
+def test_the_module_exits_2_without_a_traceback(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "x.parquet"
+    done = subprocess.run(
+        [sys.executable, "-m", "agents.integrations.verl", "--source", "nope", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"{PROG}ValueError: unknown problem source 'nope'")
+    assert done.stderr.count("\n") == 1 and not out.exists()
+
+
+def test_env_class_is_the_skyrl_env_of_the_rows_role() -> None:
+    assert adapter.ENV_CLASSES == {"coder": "codea1_coder", "tester": "codea1_tester"}
+    with pytest.raises(ValueError, match=r"env_class must be one of .* got 'codea1_nope'"):
+        adapter.build_rows("bank", limit=1, env_class="codea1_nope")
+    with pytest.raises(ValueError, match="coder rows need 'codea1_coder'"):
+        adapter.build_rows("bank", limit=1, env_class="codea1_tester")
+    with pytest.raises(ValueError, match="tester rows need 'codea1_tester'"):
+        adapter.build_tester_rows("bank", limit=1, env_class="codea1_coder")
+    pytest.importorskip("skyrl_gym", reason="SkyRL-gym is not installed")
+    skyrl = pytest.importorskip("agents.integrations.skyrl")
+    assert adapter.ENV_CLASSES == {"coder": skyrl.CODER_ENV_ID, "tester": skyrl.TESTER_ENV_ID}

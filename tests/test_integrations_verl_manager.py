@@ -215,6 +215,37 @@ def test_the_plugin_registers_codea1_and_verl_validates_the_config(tokenizer_dir
     assert reward_loop.reward_loop.resolve_reward_manager_cls(with_module) is CodeA1RewardManager
 
 
+def test_a_misspelled_reward_kwargs_key_is_an_error_in_verls_own_config(
+    tokenizer_dir: str,
+) -> None:
+    """verl's config as main_ppo builds it: a typo fails instead of scoring with the default."""
+    from verl.trainer.ppo.reward import get_custom_reward_fn
+
+    from agents.integrations.verl_manager import CodeA1RewardManager
+
+    config = _config(tokenizer_dir, opponentt="gt", max_batch=4)
+    with pytest.raises(ValueError, match=r"unknown reward\.reward_kwargs key\(s\) \['opponentt'\]"):
+        CodeA1RewardManager(config, None, None)
+    # verl's naive manager awaiting codea1's function: verl merges reward_kwargs into the call
+    gt = answer_for(load_source("bank")["bank/clamp"].gt_program)
+    call: dict[str, Any] = {
+        "data_source": "codea1/bank",
+        "solution_str": gt,
+        "ground_truth": "bank/clamp",
+        "extra_info": {},
+        "reward_router_address": "127.0.0.1:1",  # what verl's managers add with a reward model
+        "reward_model_tokenizer": None,
+    }
+    typo = get_custom_reward_fn(_config(tokenizer_dir, "naive", opponentt="gt"))
+    assert typo is not None
+    with pytest.raises(ValueError, match=r"^unknown reward keyword\(s\) \['opponentt'\]"):
+        asyncio.run(typo(**call))
+    right = get_custom_reward_fn(_config(tokenizer_dir, "naive", opponent="gt", workers=1))
+    assert right is not None
+    assert asyncio.run(right(**call))["score"] == 1.0
+    adapter.close_cores()
+
+
 def test_run_single_batches_concurrent_samples(tokenizer_dir: str) -> None:
     from verl.utils import hf_tokenizer
 

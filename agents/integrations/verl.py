@@ -25,7 +25,10 @@ call for the whole batch.
 the same WAL-mode file, so they share one book), ``seed``, ``num_tests``, ``workers``,
 ``opponent_url``, ``opponent_model``, ``update_book`` (False: replay the book without
 changing it, e.g. for validation). Each process builds one
-:class:`~agents.integrations.core.RewardCore` per distinct setting and keeps it.
+:class:`~agents.integrations.core.RewardCore` per distinct setting and keeps it. Any other
+keyword is an error (``ValueError: unknown reward keyword(s) ['opponentt']; codea1's: [...]``),
+except :data:`VERL_KWARGS`, the ones verl 0.9.1 adds itself, which are ignored: a misspelled
+option never silently scores with the default.
 
 ``reward_url`` (``http://HOST:8011``) scores through a running ``codea1 serve-reward`` instead
 (its ``POST /v1/rows``, :mod:`agents.integrations.reward_client`): no core, sandbox or book in
@@ -74,6 +77,7 @@ from agents.integrations.core import (
 )
 from agents.integrations.verl_data import (
     CODE_SOURCES,
+    ENV_CLASSES,
     build_rows,
     build_tester_rows,
     frozen_codes,
@@ -84,9 +88,12 @@ from agents.integrations.verl_data import (
 
 __all__ = [
     "CODE_SOURCES",
+    "ENV_CLASSES",
     "SCORE_KEYS",
     "SCORING_KWARGS",
+    "VERL_KWARGS",
     "build_rows",
+    "check_reward_kwargs",
     "build_tester_rows",
     "compute_score",
     "compute_score_async",
@@ -128,15 +135,57 @@ SCORING_KWARGS = (
     "update_book",
 )
 """The ``reward_kwargs`` that choose the local scoring (``codea1 serve-reward``'s flags)."""
+
+VERL_KWARGS = ("reward_router_address", "reward_model_tokenizer")
+"""The keywords verl 0.9.1 itself adds to a custom ``compute_score`` call (accepted, ignored).
+
+verl 0.9.1 calls the reward function with ``data_source``, ``solution_str``, ``ground_truth`` and
+``extra_info`` (the batch manager: ``data_sources``, ``solution_strs``, ``ground_truths``,
+``extra_infos``), the user's ``reward_kwargs`` (merged in by ``get_custom_reward_fn`` in
+``verl/trainer/ppo/reward.py``) and, from its reward-loop managers (``naive``, ``dapo``,
+``gdpo``, ``limited``, ``remote`` in ``verl/experimental/reward_loop/reward_manager/``), these two
+when a reward-model router is set. Its legacy managers (``verl/workers/reward_manager/``) and
+``main_eval`` pass nothing else; verl's sandbox-fusion keywords go only to its own default
+reward function, never to a custom one.
+"""
+
+_KNOWN_KWARGS = frozenset(SCORING_KWARGS) | frozenset(reward_client.REMOTE_KWARGS)
+_ACCEPTED_KWARGS = _KNOWN_KWARGS | frozenset(VERL_KWARGS)
 _CORES = SharedCores()
 
 
-def core_for(kwargs: Mapping[str, Any]) -> RewardCore:
-    """The process's core for these ``reward_kwargs``, built once (other keywords are ignored).
+def check_reward_kwargs(kwargs: Mapping[str, Any]) -> None:
+    """Reject a keyword that is neither codea1's nor one of verl's own (:data:`VERL_KWARGS`).
 
     Args:
-        kwargs: ``reward_kwargs`` (see the module docstring); keys that are not codea1's
-            (verl's own keywords) and None values are left out.
+        kwargs: The keywords :func:`compute_score` (or its batch or async form) got besides the
+            row's fields: verl's own and the user's ``reward_kwargs``.
+
+    Raises:
+        ValueError: ``unknown reward keyword(s) [...]; codea1's: [...]``, a misspelled
+            ``reward_kwargs`` key (say ``opponentt``), which would otherwise score with the
+            default opponent without a word.
+
+    """
+    unknown = sorted(str(key) for key in kwargs if key not in _ACCEPTED_KWARGS)
+    if unknown:
+        raise ValueError(
+            f"unknown reward keyword(s) {unknown}; codea1's: {sorted(_KNOWN_KWARGS)} "
+            f"(verl's own {sorted(VERL_KWARGS)} are ignored)"
+        )
+
+
+def core_for(kwargs: Mapping[str, Any]) -> RewardCore:
+    """The process's core for these ``reward_kwargs``, built once.
+
+    Other keywords are left out here: the callers check them first (:func:`compute_score` and
+    its forms with :func:`check_reward_kwargs`, the ``codea1`` reward manager against its own
+    list), so a misspelled one is an error there.
+
+    Args:
+        kwargs: ``reward_kwargs`` (see the module docstring); keys that are not in
+            :data:`SCORING_KWARGS` (verl's own keywords, the ``reward_url`` client's) and None
+            values are left out.
 
     Returns:
         The one :class:`RewardCore` of this process for this setting.
@@ -259,7 +308,8 @@ def compute_score(
         extra_info: The row's ``extra_info`` (``extra_info["problem"]`` is used when
             ``ground_truth`` is empty; ``role`` and ``code`` make a tester row, see
             :func:`row_for`).
-        **kwargs: ``reward_kwargs`` (see the module docstring); verl's own keywords are ignored.
+        **kwargs: ``reward_kwargs`` (see the module docstring); verl's own keywords
+            (:data:`VERL_KWARGS`) are ignored, any other is an error.
 
     Returns:
         ``{"score": the coder's (or, for a tester row, the tester's) reward, ...}`` with the
@@ -270,9 +320,11 @@ def compute_score(
             row without its code).
         RewardServiceError: with ``reward_url``: the service is unreachable or answered an
             error (a 400 names the row's field).
-        ValueError: ``reward_url`` together with local scoring options.
+        ValueError: an unknown keyword (:func:`check_reward_kwargs`), or ``reward_url``
+            together with local scoring options.
 
     """
+    check_reward_kwargs(kwargs)
     remote = remote_scoring(kwargs)
     if remote is not None:
         row = reward_client.wire_row(ground_truth, extra_info, solution_str)
@@ -309,9 +361,11 @@ async def compute_score_async(
     Raises:
         RequestError: the row cannot be scored.
         RewardServiceError: with ``reward_url``: the service is unreachable or answered an error.
-        ValueError: ``reward_url`` together with local scoring options.
+        ValueError: an unknown keyword (:func:`check_reward_kwargs`), or ``reward_url``
+            together with local scoring options.
 
     """
+    check_reward_kwargs(kwargs)
     remote = remote_scoring(kwargs)
     if remote is not None:
         row = reward_client.wire_row(ground_truth, extra_info, solution_str)
@@ -344,7 +398,15 @@ def compute_score_batch(
     ``data_sources=, solution_strs=, ground_truths=, extra_infos=``; its reward loop (what
     ``main_ppo`` runs) has no batch manager of its own, see :mod:`agents.integrations.verl_manager`.
     With ``reward_url`` the batch is ONE request to the service.
+
+    Raises:
+        ValueError: lists of different lengths, an unknown keyword
+            (:func:`check_reward_kwargs`), or ``reward_url`` together with local scoring options.
+        RequestError: a row cannot be scored (its field is named, e.g. ``extra_infos[1].role``).
+        RewardServiceError: with ``reward_url``: the service is unreachable or answered an error.
+
     """
+    check_reward_kwargs(kwargs)
     infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     if not len(data_sources) == len(solution_strs) == len(ground_truths) == len(infos):
         raise ValueError("compute_score_batch: the four lists must have the same length")

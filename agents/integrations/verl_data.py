@@ -7,14 +7,23 @@ its mutants or sampled from a Code LLM over HTTP, see :data:`CODE_SOURCES`). Eve
 one the env shows the role. With ``env_class`` the rows are SkyRL's too. The rows are scored by
 :func:`agents.integrations.verl.compute_score` (through the same ``row_for``);
 ``python -m agents.integrations.verl --source bank --out train.parquet`` (``--role tester``)
-writes a file (:func:`main`). Like :mod:`agents.integrations.verl`, nothing here imports verl.
+writes a file (:func:`main`): atomically, creating missing folders, and only once every row is
+built; a bad input (source, problems file, flag) is one ``... : error: ...`` line on stderr and
+exit status 2, with nothing written. Like :mod:`agents.integrations.verl`, nothing here imports
+verl.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
+import stat
+import sys
+import traceback
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from agents.integrations.core import coder_prompt, tester_prompt
@@ -25,9 +34,12 @@ from codea1_env.problems import Problem, problem_to_dict
 
 __all__ = [
     "CODE_SOURCES",
+    "ENV_CLASSES",
+    "PROG",
     "build_rows",
     "build_tester_rows",
     "frozen_codes",
+    "build_parser",
     "main",
     "tester_prompt",
     "write_parquet",
@@ -46,6 +58,26 @@ CODE_SOURCES = ("gt", "mutants", "gt+mutants", "http")
   server (``coder_url``, ``coder_model``: vLLM's ``vllm serve`` or ``python -m agents.serve``),
   sampled once, when the file is written, with codea1's coder prompt.
 """
+
+
+ENV_CLASSES = {"coder": "codea1_coder", "tester": "codea1_tester"}
+"""SkyRL-gym's env class of each role's rows (the ids :mod:`agents.integrations.skyrl`
+registers); ``env_class`` must be the one of the rows' role."""
+
+PROG = "python -m agents.integrations.verl"
+"""The name :func:`main` gives itself in usage and error lines."""
+
+
+def _check_env_class(env_class: str | None, role: str) -> None:
+    """``env_class`` is None or the SkyRL env of ``role`` (:data:`ENV_CLASSES`)."""
+    if env_class is None or env_class == ENV_CLASSES[role]:
+        return
+    if env_class in ENV_CLASSES.values():
+        raise ValueError(
+            f"env_class {env_class!r} is not the {role}'s env; {role} rows need "
+            f"{ENV_CLASSES[role]!r}"
+        )
+    raise ValueError(f"env_class must be one of {sorted(ENV_CLASSES.values())}, got {env_class!r}")
 
 
 def _problems(source: Any, limit: int | None) -> tuple[Any, str, list[str]]:
@@ -111,16 +143,22 @@ def build_rows(
             which verl gives only to the reward function, never to the policy.
         template: The coder prompt (``{prompt}``, ``{entry_point}``); the paper-style chat prompt
             by default.
-        env_class: Also write ``env_class`` and ``reward_spec`` (SkyRL-gym's columns), e.g.
-            ``"codea1_coder"``.
+        env_class: Also write ``env_class`` and ``reward_spec`` (SkyRL-gym's columns):
+            ``"codea1_coder"``, the coder's env (:data:`ENV_CLASSES`).
         limit: At most this many problems.
 
     Returns:
         ``{"data_source", "prompt", "ability", "reward_model", "extra_info"}`` dicts;
         ``extra_info`` holds ``split``, ``index``, ``task_id`` and ``role`` (``"coder"``).
 
+    Raises:
+        ValueError: a bad ``ground_truth`` or ``env_class``, or an unknown source
+            (``ProblemFormatError`` for a malformed problems file).
+        OSError: the problems file cannot be read.
+
     """
     _check_ground_truth(ground_truth)
+    _check_env_class(env_class, "coder")
     problems_source, name, ids = _problems(source, limit)
     rows = []
     for index, task_id in enumerate(ids):
@@ -247,15 +285,23 @@ def build_tester_rows(
             :func:`build_rows`.
         template: The tester prompt; the paper-style chat prompt by default.
         num_tests: How many asserts the prompt asks for.
-        env_class: Also write SkyRL-gym's ``env_class`` and ``reward_spec`` columns.
+        env_class: Also write SkyRL-gym's ``env_class`` and ``reward_spec`` columns:
+            ``"codea1_tester"``, the tester's env (:data:`ENV_CLASSES`).
         limit: At most this many problems.
 
     Returns:
         One row per (problem, frozen answer); ``extra_info`` holds ``split``, ``index``,
         ``task_id``, ``role`` (``"tester"``), ``code`` (the frozen answer) and ``code_source``.
 
+    Raises:
+        ValueError: a bad ``ground_truth``, ``env_class`` or ``codes``, ``http`` without
+            ``coder_url``, or an unknown source (``ProblemFormatError`` for a malformed file).
+        OSError: the problems file cannot be read.
+        HTTPPolicyError: the frozen Code LLM's server failed (``codes="http"``).
+
     """
     _check_ground_truth(ground_truth)
+    _check_env_class(env_class, "tester")
     problems_source, name, ids = _problems(source, limit)
     problems = [problems_source[task_id] for task_id in ids]
     answers = frozen_codes(
@@ -285,64 +331,172 @@ def build_tester_rows(
     return rows
 
 
-def write_parquet(rows: Sequence[Mapping[str, Any]], path: str) -> int:
+def _pyarrow() -> tuple[Any, Any]:
+    """``pyarrow`` and ``pyarrow.parquet``, or an ImportError naming the extra to install."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise ImportError(
+            f"writing parquet needs pyarrow ({exc}): pip install 'codea1[hf]'"
+        ) from exc
+    return pa, pq
+
+
+def write_parquet(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> int:
     """Write rows to a parquet file (pyarrow, installed with the ``hf`` extra); returns the count.
+
+    The file is written as the project's other writers write theirs
+    (:mod:`codea1_env.atomic`): to a temporary file beside ``path``, fsynced, then renamed over
+    it, so a reader sees the old file or the new one, never a torn one; missing parent folders
+    are created. A replaced file keeps its mode; a symbolic link is written through; a path that
+    is not a regular file (``/dev/stdout``) is written to directly.
+
+    Args:
+        rows: The rows (:func:`build_rows`, :func:`build_tester_rows`).
+        path: The ``.parquet`` file.
+
+    Returns:
+        How many rows were written.
 
     Raises:
         ImportError: pyarrow is not installed.
+        IsADirectoryError: ``path`` is a directory.
+        OSError: the folder cannot be created or written to.
 
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa, pq = _pyarrow()
+    table = pa.Table.from_pylist([dict(r) for r in rows])
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(f"{os.fspath(path)}: is a directory")
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        pq.write_table(table, str(target))
+        return len(rows)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as handle:  # open()'s mode under the umask, as a new file gets
+            pq.write_table(table, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            os.chmod(tmp, target.stat().st_mode & 0o7777)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    from codea1_env.atomic import fsync_dir
 
-    pq.write_table(pa.Table.from_pylist([dict(r) for r in rows]), path)
+    fsync_dir(target.parent)
     return len(rows)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.integrations.verl``: write verl's parquet for a problem source."""
-    parser = argparse.ArgumentParser(description="write verl (or SkyRL) parquet rows for codea1")
+def _input_errors() -> tuple[type[BaseException], ...]:
+    """What a bad source, problems file, output path or frozen coder server raises."""
+    from agents.lm.http import HTTPPolicyError
+
+    return (OSError, ValueError, KeyError, HTTPPolicyError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of :func:`main` (bad flag values are argparse errors naming the flag)."""
+    from agents.commands.argtypes import nonnegative_int, positive_int
+
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="write verl (or SkyRL) parquet rows for codea1"
+    )
     parser.add_argument("--source", default="bank", help="bank, humaneval, procedural, jsonl:PATH")
-    parser.add_argument("--out", required=True, help="the .parquet file to write")
+    parser.add_argument(
+        "--out", required=True, help="the .parquet file to write (missing folders are created)"
+    )
     parser.add_argument(
         "--role", choices=("coder", "tester"), default="coder", help="the role verl trains"
     )
     parser.add_argument("--split", default="train")
     parser.add_argument("--ground-truth", choices=("record", "id"), default="record")
     parser.add_argument(
-        "--env-class", default=None, help="add SkyRL columns (codea1_coder, codea1_tester)"
+        "--env-class",
+        choices=tuple(ENV_CLASSES.values()),
+        default=None,
+        help="add SkyRL-gym's columns: the role's env (codea1_coder, codea1_tester)",
     )
-    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--limit", type=nonnegative_int, default=None)
     tester = parser.add_argument_group("tester role: the frozen coder's answers")
     tester.add_argument("--codes", choices=CODE_SOURCES, default="gt+mutants")
-    tester.add_argument("--mutants", type=int, default=3, help="mutants per problem")
-    tester.add_argument("--samples", type=int, default=1, help="answers per problem (http)")
+    tester.add_argument("--mutants", type=nonnegative_int, default=3, help="mutants per problem")
+    tester.add_argument(
+        "--samples", type=positive_int, default=1, help="answers per problem (http)"
+    )
     tester.add_argument("--coder-url", default=None, help="the frozen Code LLM's API root")
     tester.add_argument("--coder-model", default="coder")
-    tester.add_argument("--num-tests", type=int, default=8, help="asserts the prompt asks for")
+    tester.add_argument(
+        "--num-tests", type=positive_int, default=8, help="asserts the prompt asks for"
+    )
     tester.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agents.integrations.verl``: write verl's parquet for a problem source.
+
+    Bad flags are argparse errors (usage and ``PROG: error: argument --env-class: ...``, exit
+    status 2); a bad input found later (an unknown ``--source``, a malformed or missing problems
+    file, an unwritable ``--out``, a frozen coder server that fails) is one line,
+    ``PROG: error: ProblemFormatError: data.jsonl:3: ...``, and exit status 2
+    (``CODEA1_TRACEBACK=1`` prints the traceback too). Nothing is written unless every row
+    could be built.
+
+    Returns:
+        0 when the file was written, 2 for a bad input.
+
+    """
+    parser = build_parser()
     args = parser.parse_args(argv)
-    common: dict[str, Any] = {
-        "split": args.split,
-        "ground_truth": args.ground_truth,
-        "env_class": args.env_class,
-        "limit": args.limit,
-    }
-    if args.role == "tester":
-        rows = build_tester_rows(
-            args.source,
-            codes=args.codes,
-            mutants=args.mutants,
-            samples=args.samples,
-            coder_url=args.coder_url,
-            coder_model=args.coder_model,
-            num_tests=args.num_tests,
-            seed=args.seed,
-            **common,
+    if args.env_class is not None and args.env_class != ENV_CLASSES[args.role]:
+        parser.error(
+            f"argument --env-class: {args.env_class} is not the {args.role}'s env; "
+            f"--role {args.role} rows need {ENV_CLASSES[args.role]}"
         )
-    else:
-        rows = build_rows(args.source, **common)
-    count = write_parquet(rows, args.out)
+    if args.role == "tester" and args.codes == "http" and not args.coder_url:
+        parser.error("--codes http needs --coder-url (the frozen Code LLM's API root)")
+    try:
+        from agents.commands.argtypes import check_output
+
+        check_output("--out", args.out, directory=False)  # before the work, not after
+        _pyarrow()
+        common: dict[str, Any] = {
+            "split": args.split,
+            "ground_truth": args.ground_truth,
+            "env_class": args.env_class,
+            "limit": args.limit,
+        }
+        if args.role == "tester":
+            rows = build_tester_rows(
+                args.source,
+                codes=args.codes,
+                mutants=args.mutants,
+                samples=args.samples,
+                coder_url=args.coder_url,
+                coder_model=args.coder_model,
+                num_tests=args.num_tests,
+                seed=args.seed,
+                **common,
+            )
+        else:
+            rows = build_rows(args.source, **common)
+        count = write_parquet(rows, args.out)
+    except ImportError as exc:
+        if "pip install " not in str(exc):  # not the optional pyarrow: a bug, with its traceback
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except _input_errors() as exc:
+        if os.environ.get("CODEA1_TRACEBACK", "") not in ("", "0"):  # as the codea1 commands
+            traceback.print_exc()
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"{PROG}: error: {type(exc).__name__}: {message}", file=sys.stderr)
+        return 2
     print(json.dumps({"rows": count, "out": args.out, "role": args.role}))
     return 0
 

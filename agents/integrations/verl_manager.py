@@ -32,7 +32,12 @@ Without the entry point (codea1 importable but not installed, or plugins turned 
 Options are read from ``reward.reward_kwargs`` (the key verl's DAPO manager reads): the
 ``reward_kwargs`` of :func:`~agents.integrations.verl.compute_score` (``source``, ``opponent``,
 ``mode``, ``alpha``, ``k``, ``mistake_book``, ``seed``, ``num_tests``, ``workers``,
-``opponent_url``, ``opponent_model``) plus ``batch_window_ms`` (20) and ``max_batch`` (1024).
+``opponent_url``, ``opponent_model``, ``update_book``; ``reward_url``, ``reward_timeout_s``,
+``reward_retries``) plus ``batch_window_ms`` (20) and ``max_batch`` (1024). Only this manager
+reads ``reward.reward_kwargs`` when it is selected, so any other key (a misspelling such as
+``opponentt``, or the DAPO manager's ``overlong_buffer_cfg``) is an error naming the key(s):
+``ValueError: CodeA1RewardManager: unknown reward.reward_kwargs key(s) ['opponentt']; known:
+[...]``.
 ``reward.custom_reward_function`` is not needed and the ``compute_score`` verl passes is not
 used: the rows are scored by the referee directly.
 
@@ -65,12 +70,25 @@ except ImportError as exc:  # not an extra: verl needs its own venv (docs/integr
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER, register
 
-__all__ = ["NAME", "CodeA1RewardManager", "reward_options"]
+__all__ = ["NAME", "CodeA1RewardManager", "known_options", "reward_options"]
 
 NAME = "codea1"
 """The name verl's ``reward.reward_manager.name`` selects this manager by."""
 
 _MANAGER_KEYS = ("batch_window_ms", "max_batch")
+
+
+def known_options() -> frozenset[str]:
+    """The ``reward.reward_kwargs`` keys the manager reads (anything else is an error).
+
+    :data:`~agents.integrations.verl.SCORING_KWARGS`, the ``reward_url`` client's
+    (:data:`~agents.integrations.reward_client.REMOTE_KWARGS`), ``batch_window_ms`` and
+    ``max_batch``.
+    """
+    from agents.integrations.reward_client import REMOTE_KWARGS
+    from agents.integrations.verl import SCORING_KWARGS
+
+    return frozenset(SCORING_KWARGS) | frozenset(REMOTE_KWARGS) | frozenset(_MANAGER_KEYS)
 
 
 def reward_options(config: Any) -> dict[str, Any]:
@@ -107,8 +125,9 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         **kwargs: Other keywords verl may pass; ignored.
 
     Raises:
-        ValueError: bad ``batch_window_ms``/``max_batch``, or ``reward_url`` together with local
-            scoring options.
+        ValueError: an unknown ``reward.reward_kwargs`` key (named, with the known ones: see
+            :func:`known_options`), bad ``batch_window_ms``/``max_batch``, or ``reward_url``
+            together with local scoring options.
 
     Attributes:
         remote: Where the batches are posted (``reward_url``), or None to score locally.
@@ -127,8 +146,15 @@ class CodeA1RewardManager(RewardManagerBase):  # type: ignore[misc]
         reward_model_tokenizer: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(config, tokenizer, compute_score)
         options = reward_options(config)
+        known = known_options()
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(
+                f"{type(self).__name__}: unknown reward.reward_kwargs key(s) {unknown}; "
+                f"known: {sorted(known)}"
+            )
+        super().__init__(config, tokenizer, compute_score)
         self.batch_window_s = float(options.pop("batch_window_ms", 20.0)) / 1000.0
         self.max_batch = int(options.pop("max_batch", 1024))
         if self.batch_window_s < 0 or self.max_batch < 1:
