@@ -246,6 +246,11 @@ class TrainConfig:
     the tester's group (its ``n_suites`` suites); ``all``: every code's suites form a group."""
     mistake_book: bool = True
     """Keep a mistake book (``run_dir/mistake_book.sqlite``) and replay it against candidates."""
+    candidate_context: Literal["alone", "authors"] = "alone"
+    """What a candidate code runs with: ``alone`` (codea1's: its program as written) or
+    ``authors`` (as the authors' harness runs it: after the GT, both programs' imports hoisted
+    and the GT's functions deleted, so an import the GT has or a GT constant works; deviation 12
+    of docs/deviations.md)."""
     book_tie_order: Literal["oldest", "authors"] = "oldest"
     """How the book ranks entries of equal frequency for the replay: ``oldest`` first (codea1's)
     or ``authors`` (the order the authors' in-place sort at each replay leaves; deviation 22 of
@@ -395,6 +400,7 @@ class TrainConfig:
             mode=self.mode,
             coverage_bonus=self.coverage_bonus,
             mutation_bonus=self.mutation_bonus,
+            candidate_context=self.candidate_context,
         )
 
     def __post_init__(self) -> None:

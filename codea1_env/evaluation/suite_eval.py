@@ -211,7 +211,11 @@ class SuiteEvaluator:
         config = reward_config or RewardConfig()
         if config.mode == "golden":  # golden mode plays no tester: grade suites as code-a1 does
             config = RewardConfig(
-                alpha=config.alpha, k=config.k, inline=config.inline, equality=config.equality
+                alpha=config.alpha,
+                k=config.k,
+                inline=config.inline,
+                equality=config.equality,
+                candidate_context=config.candidate_context,
             )
         self.referee = Referee(
             sandbox=sandbox,

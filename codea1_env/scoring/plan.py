@@ -27,6 +27,7 @@ from typing import Any
 from codea1_env.mistake_book import BookEntry, MistakeBook
 from codea1_env.problems.problem import IOPair, Problem
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
+from codea1_env.scoring.candidate_context import authors_program
 from codea1_env.scoring.quality import PassHistory, trivial_reason
 from codea1_env.scoring.rewards import RewardConfig
 from codea1_env.scoring.testcases import TestCase, extract_code, parse_io_pairs, parse_tests
@@ -100,6 +101,8 @@ class Plan:
     # the optional mutation-kill bonus: the calls the GT's mutants ran, and their jobs
     mutant_calls: list[str] = field(default_factory=list)
     mutant_jobs: list[int] = field(default_factory=list)
+    # run each candidate in the authors' context (RewardConfig.candidate_context)
+    authors_context: bool = False
 
 
 class GtCache:
@@ -211,7 +214,8 @@ def plan_problem(
         gt_cases: list[TestCase | IOPair] = list(problem.io_pairs)
     else:
         gt_cases = list(_gt_tests(problem.task_id, problem.entry_point, tuple(problem.tests)))
-    return Plan(problem, programs, errors, parsed, book, gt_cases)
+    authors = config.candidate_context == "authors" and not stdio
+    return Plan(problem, programs, errors, parsed, book, gt_cases, authors_context=authors)
 
 
 def _filter_trivial(
@@ -326,7 +330,8 @@ def add_candidate_jobs(plan: Plan, jobs: list[Job], limits: Limits) -> None:
             continue
         tag = f"code:{plan.problem.task_id}:{len(shared)}"
         shared[program] = (ordered, len(jobs))
-        jobs.append(make_job(program, ordered, stdio, plan.limits or limits, tag))
+        run = authors_program(plan.problem.gt_program, program) if plan.authors_context else program
+        jobs.append(make_job(run, ordered, stdio, plan.limits or limits, tag))
     for program in plan.programs:
         ordered, job = shared[program] if program is not None else ([], -1)
         plan.cand_calls.append(ordered)

@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from codea1_env.scoring.candidate_context import CANDIDATE_CONTEXTS
+
 __all__ = [
     "INLINE_POLICIES",
     "MODES",
@@ -101,6 +103,11 @@ class RewardConfig:
         mutation_bonus: Weight of an optional tester bonus, the share of the GT's mutants
             (at most 8, cached per problem) killed by the suite's first K kept tests, each
             credited to the first test that kills it. 0 (off, the paper) by default.
+        candidate_context: What a candidate runs with: ``"alone"`` (codea1's default: its
+            program as written) or ``"authors"`` (as the authors' harness runs it: after the GT,
+            with both programs' imports hoisted to the top and the GT's functions deleted, so a
+            missing import the GT has, or a GT constant, works); function problems only; see
+            :mod:`codea1_env.scoring.candidate_context` (docs/deviations.md, row 12).
 
     Raises:
         ValueError: a field is out of range; the message names the field.
@@ -114,6 +121,7 @@ class RewardConfig:
     equality: Literal["python", "strict"] = "python"
     coverage_bonus: float = 0.0
     mutation_bonus: float = 0.0
+    candidate_context: Literal["alone", "authors"] = "alone"
 
     def __post_init__(self) -> None:
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)):
@@ -131,6 +139,11 @@ class RewardConfig:
         if self.equality not in ("python", "strict"):
             raise ValueError(
                 f"RewardConfig.equality must be 'python' or 'strict', got {self.equality!r}"
+            )
+        if self.candidate_context not in CANDIDATE_CONTEXTS:
+            raise ValueError(
+                f"RewardConfig.candidate_context must be one of {CANDIDATE_CONTEXTS}, "
+                f"got {self.candidate_context!r}"
             )
         if self.inline not in INLINE_POLICIES:
             raise ValueError(
