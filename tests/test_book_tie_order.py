@@ -240,3 +240,30 @@ def test_the_trainers_flag_reaches_its_config() -> None:
     assert config_from_args(parser.parse_args([]), "nano").book_tie_order == "oldest"
     with pytest.raises(SystemExit):
         parser.parse_args(["--book-tie-order", "newest"])
+
+
+def test_an_interrupted_authors_update_loses_no_entry_and_keeps_the_ranking(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _open(kind, tmp_path, "authors") as book:
+        book.apply("p", [("a", 1)], [])
+        book.apply("p", [("b", 2), ("b", 2)], [])  # b ranks first, a is older: a re-sort is due
+        before = [(e.call, e.frequency) for e in book.entries("p")]
+
+        def interrupted(*args: object) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(book, "_apply_updates", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            book.apply("p", [("c", 3)], ["a"])
+        monkeypatch.undo()
+        assert [(e.call, e.frequency) for e in book.entries("p")] == before
+
+
+def test_problem_ids_that_are_one_as_text_are_refused_by_name(kind: str, tmp_path: Path) -> None:
+    entry = {"call": "f(1)", "expected": 1, "frequency": 1}
+    data = {"format": "codea1.mistake_book", "version": 1, "problems": {1: [entry], "1": [entry]}}
+    with _open(kind, tmp_path, "oldest") as book:
+        with pytest.raises(MistakeBookFormatError, match=r"problems\['1'\]: the same problem id"):
+            book.load_dict(data, replace=True)
+        assert book.size() == 0

@@ -269,11 +269,20 @@ class MistakeBook(abc.ABC):
             self._apply_updates(pid, updates)
             return
         with self._atomically():
-            ranked = self._ranked(pid, None)
-            if [call for call, _, _ in ranked] != self._oldest_first(pid):
-                self._remove([(pid, call) for call, _, _ in ranked])
-                self._upsert([(pid, call, encoded, freq) for call, encoded, freq in ranked])
+            ranked = [call for call, _, _ in self._ranked(pid, None)]
+            if ranked != self._oldest_first(pid):
+                self._reorder(pid, ranked)
             self._apply_updates(pid, updates)
+
+    def _reorder(self, problem_id: str, calls: list[str]) -> None:
+        """Make ``calls`` (all of the problem's) its insertion order, atomically.
+
+        This default removes and re-inserts the entries, which is atomic where
+        :meth:`_atomically` is a transaction (SQLite); a backend without one overrides it.
+        """
+        rows = {call: (encoded, freq) for call, encoded, freq in self._ranked(problem_id, None)}
+        self._remove([(problem_id, call) for call in calls])
+        self._upsert([(problem_id, call, *rows[call]) for call in calls])
 
     def remove(self, problem_id: str, calls: Iterable[str]) -> int:
         """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""

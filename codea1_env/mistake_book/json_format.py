@@ -64,7 +64,11 @@ def validate_rows(data: Any, source: str) -> list[tuple[str, str, str, int]]:
     if not isinstance(problems, Mapping):
         raise fail("problems", "expected an object mapping problem ids to entry lists")
     rows: list[tuple[str, str, str, int]] = []
+    ids: set[str] = set()
     for pid, entries in problems.items():
+        if str(pid) in ids:  # 1 and "1" (a dict built in Python): one problem, stored as text
+            raise fail(f"problems[{pid!r}]", f"the same problem id as the key {str(pid)!r}")
+        ids.add(str(pid))
         if not _utf8(str(pid)):
             raise fail(f"problems[{pid!r}]", "the problem id is not UTF-8 text (a lone surrogate)")
         if not isinstance(entries, list):
