@@ -19,14 +19,31 @@ echo "-- the workload, and its verdicts on the local sandbox"
 "$MAIN" scripts/compare_verdicts.py workload --problems 64 --out "$work/workload.json"
 "$MAIN" scripts/compare_verdicts.py judge "$work/workload.json" --out "$work/local.json"
 
-if "$MAIN" -c "from codea1_env.sandbox.factory import make_sandbox; make_sandbox('docker').close()" \
-  >/dev/null 2>"$work/docker.err"; then
+# exit 3: no engine or image (SandboxUnavailable, as the Docker tests skip); any other failure to
+# start the backend is a bug and fails CI
+probe="
+import sys
+from codea1_env.sandbox.base import SandboxUnavailable
+from codea1_env.sandbox.factory import make_sandbox
+try:
+    make_sandbox('docker').close()
+except SandboxUnavailable as exc:
+    print(str(exc).splitlines()[0][:300], file=sys.stderr)
+    sys.exit(3)
+"
+status=0
+"$MAIN" -c "$probe" >/dev/null 2>"$work/docker.err" || status=$?
+if [ "$status" -eq 0 ]; then
   echo "-- the Docker backend"
   "$MAIN" scripts/compare_verdicts.py judge "$work/workload.json" --sandbox docker \
     --out "$work/docker.json"
   "$MAIN" scripts/compare_verdicts.py compare "$work/local.json" "$work/docker.json"
-else
+elif [ "$status" -eq 3 ]; then
   echo "-- the Docker backend cannot start here; left out: $(tail -n 1 "$work/docker.err")"
+else
+  echo "-- the Docker backend failed to start (status $status):" >&2
+  cat "$work/docker.err" >&2
+  exit 1
 fi
 
 echo "-- the Ray backend"
