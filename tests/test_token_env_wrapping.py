@@ -19,6 +19,8 @@ from gymnasium.wrappers import TimeLimit
 from codea1_env.envs import single_role
 from codea1_env.envs.duel_env import CodeTestDuelEnv
 from codea1_env.envs.tokens import END, SINGLE_ROLE_IDS, TokenEnv
+from codea1_env.scoring.referee import Referee
+from codea1_env.scoring.rewards import RewardConfig
 
 PROBLEM = {
     "task_id": "custom/clamp",
@@ -95,8 +97,21 @@ def test_the_refusal_names_exactly_what_it_got(sandbox):
         # the duel env in golden mode: the coder's move ends its episode
         lambda sb: TokenEnv(CodeTestDuelEnv(sandbox=sb, reward_mode="golden")),
         lambda sb: TokenEnv("CodeTestDuel-v0", sandbox=sb, reward_mode="golden"),
+        lambda sb: TokenEnv(  # golden through a shared referee, not a reward_mode keyword
+            "CodeTestDuel-v0",
+            referee=Referee(sandbox=sb, reward_config=RewardConfig(mode="golden")),
+        ),
     ],
-    ids=["tester id", "coder id", "tester", "coder", "made tester", "golden duel", "golden id"],
+    ids=[
+        "tester id",
+        "coder id",
+        "tester",
+        "coder",
+        "made tester",
+        "golden duel",
+        "golden id",
+        "golden referee",
+    ],
 )
 def test_single_role_envs_are_accepted_and_terminate(sandbox, build):
     env = build(sandbox)

@@ -101,10 +101,11 @@ class TokenEnv(gym.Env[np.ndarray, np.int64]):
             import codea1_env  # noqa: F401  (registers the ids)
 
             name = env
-            golden = env_kwargs.get("reward_mode") == "golden"
-            if not golden:  # before building it
+            try:
+                env = gym.make(name, **env_kwargs).unwrapped
+            except TypeError:  # a keyword the env does not take: say so if it is the wrong env
                 _refuse_unless_single_role(_registered_class(name), name)
-            env = gym.make(name, **env_kwargs).unwrapped
+                raise
             if not _one_move(env):
                 env.close()  # built here, so closed here; a caller's instance is the caller's
         else:
