@@ -454,3 +454,20 @@ def test_an_import_error_that_names_no_install_keeps_its_traceback(
     monkeypatch.setattr(duel_cli, "run", broken)
     with pytest.raises(ImportError, match="cannot import name"):
         main(["duel", "--episodes", "1"])
+
+
+@pytest.mark.requires("torch")
+def test_with_evaluation_off_only_a_local_held_out_source_is_read() -> None:
+    from agents.training.config import from_preset
+    from agents.training.trainer import _local_spec
+
+    for spec, read in [
+        ("jsonl:data.jsonl", True),
+        ("data.jsonl.gz", True),
+        ("kodcode:k.jsonl", True),
+        ("procedural:0:test", True),
+        ("humaneval", False),  # loading it starts a sandbox: nothing to check offline
+        ("hf:openai/openai_humaneval", False),  # would download
+        ("bank", False),
+    ]:
+        assert _local_spec(from_preset("nano", eval_problems=spec)) is read, spec

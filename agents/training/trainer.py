@@ -223,10 +223,12 @@ class Trainer:
         if self.checkpoint is None and self.init_from is not None and not self.init_from.is_dir():
             raise FileNotFoundError(f"init_from: no checkpoint directory {self.init_from}")
         source = train_source if train_source is not None else resolve_source(config.problems)
-        # loaded with evaluation off too: a bad eval_problems file stops the run before it writes
-        self.eval_problems: list[Problem] = (
-            heldout_problems(config) if eval_problems is None else list(eval_problems)
-        )
+        self.eval_problems: list[Problem] = list(eval_problems or [])
+        if eval_problems is None and (config.eval_before_after or _local_spec(config)):
+            # with evaluation off, a local file is still read: a bad one stops the run before it
+            # writes (a built-in or Hugging Face source is left alone: nothing to check offline)
+            held_out = heldout_problems(config)
+            self.eval_problems = held_out if config.eval_before_after else []
         fresh = self.checkpoint is None and self.dist.is_main
         made_dir = not self.run_dir.exists()
         existed = {path: path.exists() for path in _fresh_run_files(self.run_dir)}
@@ -812,3 +814,12 @@ def _check_model_specs(config: TrainConfig) -> None:
 def _silent(message: str) -> None:
     """The log of ranks other than 0."""
     del message
+
+
+def _local_spec(config: TrainConfig) -> bool:
+    """Whether ``eval_problems`` names a local file or the procedural generator (cheap to check)."""
+    spec = config.eval_problems.strip()
+    kind = spec.partition(":")[0].lower()
+    return kind in ("jsonl", "codea1", "kodcode", "mbpp", "stdio", "procedural") or spec.endswith(
+        (".jsonl", ".jsonl.gz")
+    )
