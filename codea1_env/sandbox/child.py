@@ -740,7 +740,8 @@ class ChildSession:
         if self.cpu_clock and previous is not None and self.cpu_mark is not None:
             # the call's CPU time by the child's own clock, kept within its wall time
             duration = self.cpu_mark - previous
-            duration = 0.0 if duration < 0.0 else longest if duration > longest else duration
+            # within its own wall time (threads counted together could claim more)
+            duration = 0.0 if duration < 0.0 else wall if duration > wall else duration
         coverage = None if arcs is None else self.setup_arcs | arcs
         self.run.results.append(
             CallResult(STATUS_NAMES[status], value, error, duration, coverage=coverage, wall_s=wall)

@@ -98,7 +98,10 @@ class PassHistory:
             passed: Whether the candidate passed the test.
             keep: The most candidates kept for a test that has not failed (None: all); once it
                 has that many, :meth:`always_passes` answers True for any ``min_candidates`` up
-                to ``keep``, and False above it.
+                to ``keep``, and False above it. So a history recorded under one
+                ``always_pass_after`` and loaded where it is larger counts at most the old
+                number of candidates per test (a test then needs new candidates to reach the
+                larger one); the trainer resumes with its saved config, so it never does that.
         """
         key = (task_id, call)
         programs, failures = self._stats.get(key, (set(), 0))
