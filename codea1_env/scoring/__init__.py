@@ -27,6 +27,8 @@ What those steps use:
 * :mod:`.grading`: the GT correction's bookkeeping (rules 2-3);
 * :mod:`.arguments`: test inputs as literal values;
 * :mod:`.quality`: tests rejected as trivial before they count;
+* :mod:`.candidate_context`: a candidate's program as the authors' harness runs it (after the
+  GT, imports hoisted), for ``RewardConfig.candidate_context="authors"``;
 * :mod:`.monitor`: the reward-hacking monitor;
 * :mod:`.mutation`: AST mutants of a GT (the referee's mutation-kill bonus and the scripted
   mutant coder).
