@@ -8,9 +8,16 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["atomic_writer", "fsync_dir", "fsync_tree", "make_temp_dir", "write_text_atomic"]
+__all__ = [
+    "atomic_binary_writer",
+    "atomic_writer",
+    "fsync_dir",
+    "fsync_tree",
+    "make_temp_dir",
+    "write_text_atomic",
+]
 
 
 def fsync_dir(directory: str | os.PathLike[str]) -> None:
@@ -65,7 +72,7 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
 
     The file keeps the mode of the one it replaces (a new one gets ``open()``'s, not the
     temporary file's 0600). On any exception the temporary file is removed and ``path`` is left
-    untouched.
+    untouched. Missing parent folders are created.
 
     A symbolic link is written through: the file it points to is replaced, the link stays. A
     path that is not a regular file (``/dev/stdout``, a FIFO, a device) is written to directly,
@@ -74,18 +81,34 @@ def atomic_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
     Raises:
         IsADirectoryError: ``path`` is a directory.
     """
+    with _atomic_open(path, binary=False) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def atomic_binary_writer(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """:func:`atomic_writer` for bytes (a parquet file, say)."""
+    with _atomic_open(path, binary=True) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _atomic_open(path: str | os.PathLike[str], *, binary: bool) -> Iterator[IO[Any]]:
+    """The temporary file of :func:`atomic_writer` and :func:`atomic_binary_writer`."""
+    text: dict[str, Any] = {} if binary else {"encoding": "utf-8", "newline": "\n"}
+    mode = "wb" if binary else "w"
     target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
     if target.is_dir():
         raise IsADirectoryError(f"{os.fspath(path)}: is a directory")
     if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-        with open(target, "w", encoding="utf-8", newline="\n") as direct:
+        with open(target, mode, **text) as direct:
             yield direct
         return
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _mode_for(target))
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+        with os.fdopen(fd, mode, **text) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -18,12 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
-import stat
 import sys
 import traceback
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from agents.integrations.core import coder_prompt, tester_prompt
@@ -365,30 +362,12 @@ def write_parquet(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
         OSError: the folder cannot be created or written to.
 
     """
+    from codea1_env.atomic import atomic_binary_writer
+
     pa, pq = _pyarrow()
     table = pa.Table.from_pylist([dict(r) for r in rows])
-    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(f"{os.fspath(path)}: is a directory")
-    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
-        pq.write_table(table, str(target))
-        return len(rows)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as handle:  # open()'s mode under the umask, as a new file gets
-            pq.write_table(table, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o7777)
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    from codea1_env.atomic import fsync_dir
-
-    fsync_dir(target.parent)
+    with atomic_binary_writer(path) as handle:
+        pq.write_table(table, handle)
     return len(rows)
 
 
