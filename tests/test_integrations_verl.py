@@ -660,11 +660,13 @@ def test_a_bad_input_is_one_error_line_exit_2_and_nothing_written(
     status, err = _main([*(a.format(**paths) for a in argv), *limit, "--out", str(out)], capsys)
     assert status == 2
     lines = err.splitlines()
-    assert [line for line in lines if "error:" in line] == [lines[-1]]
-    assert lines[-1].startswith(PROG + error.format(**paths)), lines[-1]
+    [line] = [line for line in lines if "error:" in line]
+    assert line.startswith(PROG + error.format(**paths)), line
     assert "Traceback" not in err
-    if not usage:
-        assert len(lines) == 1
+    if usage:  # argparse's usage block, then its error line
+        assert line == lines[-1]
+    else:  # as the codea1 commands: the error, then where it was raised
+        assert lines == [line, lines[1]] and lines[1].startswith("(raised at ")
     assert not (tmp_path / "new").exists()
 
 
@@ -672,7 +674,8 @@ def test_an_unwritable_out_is_refused_before_the_work(
     tmp_path: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, err = _main(["--limit", "1", "--out", str(tmp_path)], capsys)
-    assert (status, err) == (2, f"{PROG}IsADirectoryError: --out {tmp_path}: is a directory\n")
+    assert status == 2
+    assert err.startswith(f"{PROG}IsADirectoryError: --out {tmp_path}: is a directory\n(raised at ")
     blocker = tmp_path / "file"
     blocker.write_text("")
     status, err = _main(["--limit", "1", "--out", str(blocker / "x.parquet")], capsys)
@@ -692,7 +695,7 @@ def test_the_module_exits_2_without_a_traceback(tmp_path: Any) -> None:
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith(f"{PROG}ValueError: unknown problem source 'nope'")
-    assert done.stderr.count("\n") == 1 and not out.exists()
+    assert done.stderr.count("\n") == 2 and "\n(raised at " in done.stderr and not out.exists()
 
 
 def test_env_class_is_the_skyrl_env_of_the_rows_role() -> None:

@@ -21,7 +21,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "report_input_error"]
 
 _COMMANDS = {
     "train": ("agents.commands.train_cli", "train both models with Code-A1 self-play RL (GRPO)"),
@@ -110,16 +110,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"codea1 {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except _input_errors() as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        line = f"codea1 {args.command}: error: {type(exc).__name__}: {message}"
-        if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
-            traceback.print_exc()
-            print(line, file=sys.stderr)
-        else:
-            print(
-                f"{line}\n({_where(exc)}set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr
-            )
-        return 2
+        return report_input_error(f"codea1 {args.command}", exc)
+
+
+def report_input_error(prog: str, exc: BaseException) -> int:
+    """Print ``PROG: error: TYPE: MESSAGE`` and where it was raised; return exit status 2.
+
+    With ``CODEA1_TRACEBACK=1`` the traceback comes first. Called while handling ``exc``.
+    """
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    line = f"{prog}: error: {type(exc).__name__}: {message}"
+    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+        traceback.print_exc()
+        print(line, file=sys.stderr)
+    else:
+        print(f"{line}\n({_where(exc)}set {TRACEBACK_ENV}=1 for the traceback)", file=sys.stderr)
+    return 2
 
 
 def _where(exc: BaseException) -> str:

@@ -8,9 +8,9 @@ one the env shows the role. With ``env_class`` the rows are SkyRL's too. The row
 :func:`agents.integrations.verl.compute_score` (through the same ``row_for``);
 ``python -m agents.integrations.verl --source bank --out train.parquet`` (``--role tester``)
 writes a file (:func:`main`): atomically, creating missing folders, and only once every row is
-built; a bad input (source, problems file, flag) is one ``... : error: ...`` line on stderr and
-exit status 2, with nothing written. Like :mod:`agents.integrations.verl`, nothing here imports
-verl.
+built; a bad input (source, problems file, flag) is a ``... : error: ...`` line on stderr (and
+where it was raised, as the ``codea1`` commands say it) and exit status 2, with nothing
+written. Like :mod:`agents.integrations.verl`, nothing here imports verl.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -471,11 +470,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except _input_errors() as exc:
-        if os.environ.get("CODEA1_TRACEBACK", "") not in ("", "0"):  # as the codea1 commands
-            traceback.print_exc()
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"{PROG}: error: {type(exc).__name__}: {message}", file=sys.stderr)
-        return 2
+        from agents.commands.cli import report_input_error
+
+        return report_input_error(PROG, exc)  # as the codea1 commands answer
     print(json.dumps({"rows": count, "out": args.out, "role": args.role}))
     return 0
 
