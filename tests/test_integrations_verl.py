@@ -21,6 +21,8 @@ from codea1_env.game.duel import answer_for
 from codea1_env.problems import load_source
 from codea1_env.scoring.mutation import MutantCache
 
+PYARROW = "writing parquet needs pyarrow: pip install 'codea1[hf]'"
+
 
 @pytest.fixture(autouse=True)
 def _close_cores() -> Any:
@@ -583,6 +585,7 @@ def test_the_managers_reward_kwargs_reject_an_unknown_key(manager_module: Any) -
 def test_write_parquet_creates_missing_folders_and_replaces_atomically(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pytest.importorskip("pyarrow", reason=PYARROW)
     import os
 
     import pyarrow.parquet as pq
@@ -652,6 +655,8 @@ PROG = "python -m agents.integrations.verl: error: "
 def test_a_bad_input_is_one_error_line_exit_2_and_nothing_written(
     tmp_path: Any, capsys: pytest.CaptureFixture[str], argv: list[str], error: str, usage: bool
 ) -> None:
+    if not usage:  # the writer is checked before the rows are built
+        pytest.importorskip("pyarrow", reason=PYARROW)
     bad = tmp_path / "problems.jsonl"
     bad.write_text('{"task_id": "x/1"}\n')
     paths = {"bad": str(bad), "missing": str(tmp_path / "missing.jsonl")}
@@ -683,6 +688,7 @@ def test_an_unwritable_out_is_refused_before_the_work(
 
 
 def test_the_module_exits_2_without_a_traceback(tmp_path: Any) -> None:
+    pytest.importorskip("pyarrow", reason=PYARROW)
     import subprocess
     import sys
 
