@@ -161,13 +161,15 @@ def test_every_call_reports_its_wall_time_beside_its_cpu_time(sandbox: LocalSand
     # A call that sleeps 0.3 s: under the CPU clock its duration is its CPU time and its wall
     # time the 0.3 s it waited; under the wall clock both are the wall time. A call that ends
     # its child (here a timeout) reports the trusted side's wall time for both.
+    # (the wall time is kept within what the parent saw, whose reading of the previous record
+    # can come up to some 10 ms late: a 0.3 s sleep may read as 0.29 s)
     program = "import time\ndef f(x):\n    time.sleep(x)\n    return x\n"
     for clock in ("cpu", "wall"):
         limits = Limits(call_timeout_s=0.2 if clock == "wall" else 2.0, timeout_clock=clock)
         [run] = sandbox.run([Job(program, calls=("f(0.3)", "f(0)"), limits=limits)])
         slept, quick = run.calls
         if clock == "cpu":
-            assert slept.ok and slept.duration_s < 0.1 <= 0.3 <= slept.wall_s < 2.0
+            assert slept.ok and slept.duration_s < 0.1 <= 0.25 <= slept.wall_s < 2.0
         else:
             assert slept.status is CallStatus.TIMEOUT
             assert slept.wall_s == slept.duration_s >= 0.2
@@ -175,4 +177,4 @@ def test_every_call_reports_its_wall_time_beside_its_cpu_time(sandbox: LocalSand
     stdio = "import sys, time\ntime.sleep(float(sys.stdin.read()))\nprint('done')\n"
     [run] = sandbox.run([Job(stdio, stdin_inputs=("0.3",), limits=Limits(call_timeout_s=2.0))])
     assert run.calls[0].value == "done\n"
-    assert run.calls[0].duration_s < 0.1 and 0.3 <= run.calls[0].wall_s < 2.0
+    assert run.calls[0].duration_s < 0.1 and 0.25 <= run.calls[0].wall_s < 2.0
