@@ -456,10 +456,8 @@ def test_an_import_error_that_names_no_install_keeps_its_traceback(
         main(["duel", "--episodes", "1"])
 
 
-@pytest.mark.requires("torch")
 def test_with_evaluation_off_only_a_local_held_out_source_is_read() -> None:
-    from agents.training.config import from_preset
-    from agents.training.trainer import _local_spec
+    from codea1_env.problems.sources import is_local_spec
 
     for spec, read in [
         ("jsonl:data.jsonl", True),
@@ -470,4 +468,4 @@ def test_with_evaluation_off_only_a_local_held_out_source_is_read() -> None:
         ("hf:openai/openai_humaneval", False),  # would download
         ("bank", False),
     ]:
-        assert _local_spec(from_preset("nano", eval_problems=spec)) is read, spec
+        assert is_local_spec(spec) is read, spec

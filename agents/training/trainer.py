@@ -109,6 +109,7 @@ from agents.training.run_setup import (
 from agents.training.sft import warm_start_players
 from codea1_env.game.duel import Duel, judge_grid
 from codea1_env.problems.problem import Problem
+from codea1_env.problems.sources import is_local_spec
 from codea1_env.scoring.metrics import step_metrics
 
 __all__ = [
@@ -224,7 +225,9 @@ class Trainer:
             raise FileNotFoundError(f"init_from: no checkpoint directory {self.init_from}")
         source = train_source if train_source is not None else resolve_source(config.problems)
         self.eval_problems: list[Problem] = list(eval_problems or [])
-        if eval_problems is None and (config.eval_before_after or _local_spec(config)):
+        if eval_problems is None and (
+            config.eval_before_after or is_local_spec(config.eval_problems)
+        ):
             # with evaluation off, a local file is still read: a bad one stops the run before it
             # writes (a built-in or Hugging Face source is left alone: nothing to check offline)
             held_out = heldout_problems(config)
@@ -814,12 +817,3 @@ def _check_model_specs(config: TrainConfig) -> None:
 def _silent(message: str) -> None:
     """The log of ranks other than 0."""
     del message
-
-
-def _local_spec(config: TrainConfig) -> bool:
-    """Whether ``eval_problems`` names a local file or the procedural generator (cheap to check)."""
-    spec = config.eval_problems.strip()
-    kind = spec.partition(":")[0].lower()
-    return kind in ("jsonl", "codea1", "kodcode", "mbpp", "stdio", "procedural") or spec.endswith(
-        (".jsonl", ".jsonl.gz")
-    )

@@ -41,6 +41,7 @@ __all__ = [
     "JsonlSource",
     "ListSource",
     "ProblemSource",
+    "is_local_spec",
     "load_source",
 ]
 
@@ -287,6 +288,18 @@ def _looks_offline(exc: BaseException) -> bool:
 
 _LAYOUT_SPECS = ("jsonl", "codea1", "kodcode", "mbpp", "stdio")
 """Spec prefixes naming a file layout (case-insensitive: ``KODCODE:path`` works too)."""
+
+
+def is_local_spec(spec: str) -> bool:
+    """Whether ``spec`` names a local file or the procedural generator: cheap to load offline.
+
+    The file layouts (``jsonl:``, ``kodcode:``, ...) and bare ``.jsonl`` paths read a local
+    file; ``procedural`` generates; ``bank`` and ``humaneval`` are built in and ``hf:``
+    downloads, so neither is counted.
+    """
+    text = spec.strip()
+    kind = text.partition(":")[0].lower()
+    return kind in (*_LAYOUT_SPECS, "procedural") or text.endswith((".jsonl", ".jsonl.gz"))
 
 
 def load_source(spec: str) -> ProblemSource:
