@@ -269,20 +269,19 @@ class MistakeBook(abc.ABC):
             self._apply_updates(pid, updates)
             return
         with self._atomically():
-            ranked = [call for call, _, _ in self._ranked(pid, None)]
-            if ranked != self._oldest_first(pid):
+            ranked = self._ranked(pid, None)
+            if [call for call, _, _ in ranked] != self._oldest_first(pid):
                 self._reorder(pid, ranked)
             self._apply_updates(pid, updates)
 
-    def _reorder(self, problem_id: str, calls: list[str]) -> None:
-        """Make ``calls`` (all of the problem's) its insertion order, atomically.
+    def _reorder(self, problem_id: str, rows: list[tuple[str, str, int]]) -> None:
+        """Make ``rows`` (all of the problem's, as :meth:`_ranked` gives them) its insertion order.
 
         This default removes and re-inserts the entries, which is atomic where
         :meth:`_atomically` is a transaction (SQLite); a backend without one overrides it.
         """
-        rows = {call: (encoded, freq) for call, encoded, freq in self._ranked(problem_id, None)}
-        self._remove([(problem_id, call) for call in calls])
-        self._upsert([(problem_id, call, *rows[call]) for call in calls])
+        self._remove([(problem_id, call) for call, _, _ in rows])
+        self._upsert([(problem_id, call, encoded, freq) for call, encoded, freq in rows])
 
     def remove(self, problem_id: str, calls: Iterable[str]) -> int:
         """Delete the given calls of ``problem_id`` in one transaction; return how many existed."""

@@ -61,16 +61,15 @@ class InMemoryMistakeBook(MistakeBook):
             rows = sorted(self._data.get(problem_id, {}).items(), key=lambda kv: kv[1][2])
             return [call for call, _ in rows]
 
-    def _reorder(self, problem_id: str, calls: list[str]) -> None:
-        """New insertion numbers in ``calls``' order, swapped in at once (nothing to roll back)."""
+    def _reorder(self, problem_id: str, rows: list[tuple[str, str, int]]) -> None:
+        """New insertion numbers in ``rows``' order, swapped in at once (nothing to roll back)."""
         with self._lock:
-            book = self._data.get(problem_id, {})
             start = self._counter
             renumbered = {
-                call: [book[call][0], book[call][1], start + place + 1]
-                for place, call in enumerate(calls)
+                call: [encoded, freq, start + place + 1]
+                for place, (call, encoded, freq) in enumerate(rows)
             }
-            self._counter = start + len(calls)
+            self._counter = start + len(rows)
             self._data[problem_id] = renumbered
 
     def _apply_updates(self, problem_id: str, updates: list[Update]) -> None:
