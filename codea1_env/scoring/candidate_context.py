@@ -29,6 +29,7 @@ outside the sandbox.
 from __future__ import annotations
 
 import ast
+import functools
 import textwrap
 
 __all__ = ["CANDIDATE_CONTEXTS", "authors_program", "hoist_imports"]
@@ -80,6 +81,13 @@ def hoist_imports(code: str) -> tuple[str, set[str], set[str]]:
         return code, set(), set()
 
 
+@functools.lru_cache(maxsize=1024)
+def _hoisted(code: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """:func:`hoist_imports`, memoized: a step's candidates share their problem's GT."""
+    rest, imports, functions = hoist_imports(code)
+    return rest, frozenset(imports), frozenset(functions)
+
+
 def authors_program(gt_program: str, candidate: str) -> str:
     """The candidate as the authors' harness runs it: after the GT, imports hoisted.
 
@@ -91,7 +99,7 @@ def authors_program(gt_program: str, candidate: str) -> str:
         The program text to run in the candidate's sandbox job (see the module docstring).
     """
     candidate_code, candidate_imports, _ = hoist_imports(candidate)
-    gt_code, gt_imports, gt_functions = hoist_imports(gt_program)
+    gt_code, gt_imports, gt_functions = _hoisted(gt_program)
     lines = ["\n".join(sorted(candidate_imports | gt_imports)), "try:"]
     lines.append(textwrap.indent(gt_code, "    ") if gt_code.strip() else "    pass")
     lines += ["except Exception:", "    pass"]
