@@ -58,6 +58,7 @@ if __name__ == "__main__":
 import numpy as np
 
 from benchmarks.bench_referee import Duels, make_workload
+from codea1_env.atomic import write_text_atomic
 from codea1_env.mistake_book import InMemoryMistakeBook
 from codea1_env.problems.problem import Problem
 from codea1_env.sandbox.base import CallStatus, Job, Limits, Sandbox
@@ -642,6 +643,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.problems < 1 or args.steps < 1 or args.batch < 1:
         parser.error("--problems, --steps and --batch must be >= 1")
+    if args.out is not None and not args.out.resolve().parent.is_dir():
+        parser.error(f"--out {args.out}: no such folder {args.out.resolve().parent}")
     kinds = [k for k in args.perturb.split(",") if k]
     unknown = sorted(set(kinds) - set(SUITE_EDITS + CODE_EDITS))
     if unknown:
@@ -678,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = ("per_step", "explained", "rewards_seen", "book_entries_at_end", "workload")
     print(json.dumps({"agree": summary, **{k: report[k] for k in shown}}, indent=2))
     if args.out:
-        args.out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        write_text_atomic(args.out, json.dumps(report, indent=1) + "\n")
     return 1 if report["explained"].get("unexplained") else 0
 
 

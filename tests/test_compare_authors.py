@@ -157,6 +157,16 @@ def test_unknown_perturbation_is_refused(capsys: pytest.CaptureFixture[str]) -> 
     assert "unknown typo" in capsys.readouterr().err
 
 
+def test_an_out_path_in_a_missing_folder_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "missing" / "report.json"
+    with pytest.raises(SystemExit) as exc:
+        _script().main(["--authors-repo", str(tmp_path), "--out", str(out)])
+    assert exc.value.code == 2
+    assert "no such folder" in capsys.readouterr().err
+
+
 def test_suite_and_code_edits() -> None:
     ca = _script()
     rng = np.random.default_rng(0)
