@@ -343,6 +343,36 @@ class AuthorsHarness:
         )
         return out
 
+    def golden(self, duels: Duels) -> list[list[float]]:
+        """Golden mode, as their ``acg_gt`` manager scores it: per problem, each code's reward."""
+        code_texts = [code for _, codes, _ in duels for code in codes]
+        gt_codes = [problem.gt_program for problem, codes, _ in duels for _ in codes]
+        gt_tests = [list(problem.tests) for problem, codes, _ in duels for _ in codes]
+        codes, code_info = self.r.extract_code_from_response(code_texts)
+        (valid_code, _, _, _, gt_passed, gt_total, gt_msgs, *_rest) = self.r.evaluate(
+            codes, [], gt_codes, gt_tests
+        )
+        rewards = [
+            float(
+                self.r.compute_dual_model_reward(
+                    is_code_valid=valid_code[a],
+                    gt_passed=gt_passed[a],
+                    gt_total=gt_total[a],
+                    gt_failed_msgs=gt_msgs[a],
+                    valid_generated_tests=[],
+                    invalid_count=0,
+                    total_generated_count=0,
+                    gen_passed=0,
+                    gen_failed_msgs=[],
+                    test_phase="comprehensive",
+                    code_nonrelated_ratio=code_info["nonrelated_ratio"][a],
+                )["reward_a"]
+            )
+            for a in range(len(codes))
+        ]
+        n_a = len(duels[0][1])
+        return [rewards[p * n_a : (p + 1) * n_a] for p in range(len(duels))]
+
     def entries(self, qid: str) -> list[tuple[str, int]]:
         """Every entry of the problem as (call, frequency), in stored order."""
         stored = self.book.mistake_book.get(qid, {}).get("attack_testcases", [])
@@ -619,6 +649,54 @@ def compare(
     }
 
 
+def compare_golden(
+    duels: Duels, batch: int, authors: AuthorsHarness, referee: Referee
+) -> dict[str, Any]:
+    """Golden mode (no tester): each code's reward, the GT-test pass rate, on both sides."""
+    same = compared = 0
+    differences: list[dict[str, Any]] = []
+    explained: dict[str, int] = {}
+    for start in range(0, len(duels), batch):
+        chunk = duels[start : start + batch]
+        theirs = authors.golden(chunk)
+        ours = referee.judge_many([(p, codes, [[] for _ in codes]) for p, codes, _ in chunk])
+        for (problem, codes, _), mine, their in zip(chunk, ours, theirs):
+            for c in range(len(codes)):
+                compared += 1
+                if abs(mine.coder_rewards[c] - their[c]) <= TOLERANCE:
+                    same += 1
+                    continue
+                counted = len(mine.gt_tests[c])
+                passed = [v.passed for v in mine.gt_tests[c]]
+                if counted != len(problem.tests):
+                    why = (
+                        "deviation 17: a GT test the GT itself fails, or one codea1 does not "
+                        "parse, is left out"
+                    )
+                elif (
+                    mine.compiled[c]
+                    and abs(marker_passes(passed) / counted - their[c]) <= TOLERANCE
+                ):
+                    why = "deviation 1: a failed test read as passed from another test's marker"
+                else:
+                    why = "unexplained"
+                explained[why] = explained.get(why, 0) + 1
+                differences.append(
+                    {
+                        "problem": problem.task_id,
+                        "code": c,
+                        "explained": why,
+                        "ours": {"reward": mine.coder_rewards[c], "gt_tests_counted": counted},
+                        "theirs": {"reward": their[c], "gt_tests": len(problem.tests)},
+                    }
+                )
+    return {
+        "agree": {"coder": {"same": same, "compared": compared}},
+        "explained": explained,
+        "differences": differences,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -637,6 +715,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KINDS",
         help="edit suites and codes; KINDS: comma-separated of "
         f"{', '.join(SUITE_EDITS + CODE_EDITS)} (default: all)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("code-a1", "golden"),
+        default="code-a1",
+        help="code-a1: coder, tester and book over --steps steps (default); golden: each "
+        "code's GT-test pass rate, once (their acg_gt manager)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, help="write the full report (JSON) here")
@@ -662,24 +747,29 @@ def main(argv: list[str] | None = None) -> int:
             duels = perturb(duels, kinds, args.seed)
         referee = Referee(
             sandbox=sandbox,
-            reward_config=RewardConfig(candidate_context="authors"),
+            reward_config=RewardConfig(mode=args.mode, candidate_context="authors"),
             limits=Limits(timeout_clock="wall"),
             mistake_book=InMemoryMistakeBook(tie_order="authors"),
             owns_sandbox=False,
         )
-        report = compare(duels, args.steps, args.batch, AuthorsHarness(reward, book_class), referee)
+        harness = AuthorsHarness(reward, book_class)
+        if args.mode == "golden":
+            report = compare_golden(duels, args.batch, harness, referee)
+        else:
+            report = compare(duels, args.steps, args.batch, harness, referee)
         report["workload"] = {
             "problems": len(duels),
             "skipped_hanging": skipped,
             "duels_per_step": sum(len(c) * len(s[0]) for _, c, s in duels),
-            "steps": args.steps,
+            "mode": args.mode,
+            "steps": args.steps if args.mode == "code-a1" else 1,
             "perturbed": kinds,
             "authors_programs": fusion.programs,
             "authors_program_timeouts": fusion.timeouts,
         }
     summary = {k: f"{v['same']}/{v['compared']}" for k, v in report["agree"].items()}
     shown = ("per_step", "explained", "rewards_seen", "book_entries_at_end", "workload")
-    print(json.dumps({"agree": summary, **{k: report[k] for k in shown}}, indent=2))
+    print(json.dumps({"agree": summary, **{k: report[k] for k in shown if k in report}}, indent=2))
     if args.out:
         write_text_atomic(args.out, json.dumps(report, indent=1) + "\n")
     return 1 if report["explained"].get("unexplained") else 0

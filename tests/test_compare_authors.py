@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -198,3 +199,41 @@ def test_suite_and_code_edits() -> None:
     assert "return (" in codes[-1] and codes[0] == duels[0][1][0]  # problem 0: the last code edited
     assert rows[0][0] == suite and rows[1][1] == suite  # (code + suite) even: left alone
     assert rows[0][1] != suite and rows[1][0] != suite
+
+
+class _GoldenStub:
+    """Stands in for the authors' harness: fixed golden rewards per code."""
+
+    def __init__(self, rewards: list[float]) -> None:
+        self.rewards = rewards
+
+    def golden(self, duels: list[Any]) -> list[list[float]]:
+        return [self.rewards for _ in duels]
+
+
+def test_golden_comparison_counts_and_explains(sandbox: Sandbox) -> None:
+    from codea1_env.scoring.referee import Referee
+    from codea1_env.scoring.rewards import RewardConfig
+
+    ca = _script()
+    problem = Problem(
+        task_id="t/add",
+        prompt=ADD.prompt,
+        entry_point="add",
+        canonical_solution=ADD.canonical_solution,
+        tests=("assert add(1, 2) == 3", "assert add(2, 2) == 4"),
+    )
+    codes = [
+        f"```python\n{problem.gt_program}\n```",
+        "```python\ndef add(a, b):\n    return a * b\n```",  # passes add(2, 2) only
+    ]
+    duels: list[Any] = [(problem, codes, [[], []])]
+    referee = Referee(
+        sandbox=sandbox, reward_config=RewardConfig(mode="golden"), owns_sandbox=False
+    )
+    agree = ca.compare_golden(duels, 8, _GoldenStub([1.0, 0.5]), referee)
+    assert agree["agree"] == {"coder": {"same": 2, "compared": 2}} and not agree["differences"]
+    differ = ca.compare_golden(duels, 8, _GoldenStub([1.0, 1.0]), referee)
+    assert differ["agree"]["coder"] == {"same": 1, "compared": 2}
+    assert differ["explained"] == {"unexplained": 1}
+    assert differ["differences"][0]["ours"] == {"reward": 0.5, "gt_tests_counted": 2}
