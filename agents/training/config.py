@@ -302,6 +302,32 @@ class TrainConfig:
     """Optimizer steps per pass over the rollout batch."""
     micro_batch_size: int = 8
     """Sequences per forward/backward; gradients accumulate up to a mini-batch."""
+    micro_batch_max_tokens: int | None = None
+    """Form micro-batches by a token budget instead of ``micro_batch_size`` (verl's
+    ``use_dynamic_bsz`` with ``ppo_max_token_len_per_gpu``; the authors use 32768). Per role,
+    a rank's samples of a mini-batch (and of the log-probability passes) make ``ceil(tokens /
+    micro_batch_max_tokens)`` micro-batches (at least 1, at most one per sample), where a
+    sample's tokens are its prompt plus its completion, balanced by token count with greedy
+    longest-processing-time (:func:`agents.training.rollout.balanced_partition`; verl uses
+    Karmarkar-Karp, so which samples share a micro-batch can differ from verl's). A sample longer
+    than the budget forms its own micro-batch. Data-parallel, every rank uses the largest count
+    over ranks (verl syncs it the same way). With ``loss_weighting='global'`` the update does
+    not depend on it (up to float rounding); with ``'authors'`` it does. ``None``: fixed
+    ``micro_batch_size`` chunks. Not used by the supervised warm start."""
+    loss_weighting: Literal["global", "authors"] = "global"
+    """How the micro-batches' losses make a mini-batch's gradient. ``global`` (codea1's): the
+    exact ``loss_aggregation`` of the whole global mini-batch (each micro-batch's loss weighted
+    by its share of the global mini-batch's completion tokens, or of its sequences for the
+    ``seq-mean-*`` modes; gradients summed over ranks), so micro-batching does not change the
+    update. ``authors`` (verl's ``dp_actor`` as the authors run it; deviation 20 of
+    docs/deviations.md): each micro-batch's own aggregate (for ``token-mean`` the token mean of
+    its policy loss plus ``kl_coef`` x the token mean of its KL) times its share of this rank's
+    samples of the mini-batch, gradients averaged over the ranks that hold samples of it; verl
+    does the same for every ``loss_aggregation``, so do we (for the ``seq-mean-*`` modes it equals
+    ``global`` unless ranks hold different numbers of samples). Under ``authors`` a micro-batch of
+    short completions weighs more per token than one of long completions, so the update depends
+    on ``micro_batch_size`` / ``micro_batch_max_tokens``. The logged ``pg_loss``, ``kl`` and
+    the clip and ratio statistics are weighted the way the loss is."""
 
     # --- supervised warm start -----------------------------------------------------------------
     sft_steps: int = 0
@@ -493,6 +519,11 @@ class TrainConfig:
             ("ppo_epochs", self.ppo_epochs >= 1, ">= 1"),
             ("mini_batches", self.mini_batches >= 1, ">= 1"),
             ("micro_batch_size", self.micro_batch_size >= 1, ">= 1"),
+            (
+                "micro_batch_max_tokens",
+                self.micro_batch_max_tokens is None or self.micro_batch_max_tokens >= 1,
+                ">= 1 or null",
+            ),
             ("sft_steps", self.sft_steps >= 0, ">= 0"),
             (
                 "sft_tester_steps",

@@ -4,7 +4,11 @@ Code-A1 trains two players (the coder and the tester), each a :class:`Player` wi
 and optimizer; the Self-Play baseline uses one player for both roles; the Golden baseline only
 the coder. :meth:`Player.update` is the paper's update: PPO-clip with asymmetric and dual
 clipping and token-mean aggregation plus ``kl_coef`` x low-variance KL to the frozen reference,
-gradient accumulation over micro-batches, gradient clipping, one scheduler step per RL step. As in
+gradient accumulation over micro-batches, gradient clipping, one scheduler step per RL step.
+``loss_weighting`` picks how micro-batches' losses combine: ``global`` (the exact aggregate of
+the global mini-batch) or ``authors`` (verl's: each micro-batch's own aggregate times its share of
+the rank's samples, averaged over ranks); ``micro_batch_max_tokens`` forms micro-batches by a
+token budget (verl's ``use_dynamic_bsz``) instead of ``micro_batch_size``. As in
 verl (``dp_actor.py``), a mini-batch whose gradient norm is not finite takes no optimizer step (its
 gradients are dropped, counted in ``skipped_updates`` and warned about); the schedule still steps.
 """
@@ -44,7 +48,14 @@ from agents.training.distributed import (
     shard_model,
 )
 from agents.training.grpo import grpo_loss
-from agents.training.rollout import Sample, micro_batches, pack, sequence_logprobs
+from agents.training.rollout import (
+    Sample,
+    budget_groups,
+    effective_length,
+    micro_batches,
+    pack,
+    sequence_logprobs,
+)
 
 __all__ = [
     "Player",
@@ -159,7 +170,9 @@ class Player:
         dist: The data-parallel group (:data:`agents.training.distributed.SINGLE` for one process).
             With several ranks each rank updates on its own samples, the loss is normalised by the
             global token (or sequence) count and the gradients are summed over ranks, so every
-            replica takes the single-process step of the global batch. With
+            replica takes the single-process step of the global batch (``loss_weighting =
+            "global"``; under ``"authors"`` each rank's loss is normalised by its own sample
+            count and the gradients are averaged over ranks, as verl does). With
             ``distributed_strategy="fsdp"`` (:meth:`shard_parameters`) the model and optimizer
             are sharded, FSDP reduces the gradients and every rank runs the same number of
             forwards (see :mod:`agents.training.distributed`).
@@ -250,11 +263,31 @@ class Player:
         if backward:
             (logp.sum() * 0.0).backward()
 
+    def _chunks(self, samples: Sequence[Sample]) -> list[list[Sample]]:
+        """This rank's micro-batches of ``samples``: ``micro_batch_size`` chunks or a token budget.
+
+        With ``micro_batch_max_tokens`` and several ranks, each role's micro-batch count is the
+        largest over ranks (capped by this rank's samples of the role), as verl's
+        ``rearrange_micro_batches`` syncs it; collective then (every rank calls it, for the same
+        mini-batch).
+        """
+        cfg = self.config
+        budget = cfg.micro_batch_max_tokens
+        if budget is None:
+            return list(micro_batches(samples, cfg.micro_batch_size))
+        groups: dict[str, int] | None = None
+        if self.dist.enabled:
+            groups = {}
+            for role in _ROLES:  # the same collectives on every rank, whatever roles it holds
+                lengths = [effective_length(s) for s in samples if s.role == role]
+                groups[role] = self.dist.max(budget_groups(lengths, budget))
+        return list(micro_batches(samples, cfg.micro_batch_size, max_tokens=budget, groups=groups))
+
     # ------------------------------------------------------------------------------------------
     @torch.no_grad()
     def _fill_logprobs(self, samples: Sequence[Sample], *, reference: bool) -> None:
         cfg = self.config
-        chunks = list(micro_batches(samples, cfg.micro_batch_size))
+        chunks = self._chunks(samples)
         if not reference or cfg.use_lora:  # forwards of the (maybe sharded) trained model
             for _ in range(self._rounds(len(chunks)) - len(chunks)):
                 self._idle_pass(backward=False)
@@ -299,11 +332,21 @@ class Player:
         says so and ``skipped_updates`` counts it (verl's ``dp_actor``); the scheduler steps
         either way, as verl's does.
 
+        Each micro-batch's loss is weighted by ``loss_weighting``: ``global``, its share of the
+        global mini-batch's completion tokens (``token-mean``) or sequences (``seq-mean-*``),
+        gradients summed over ranks: the exact aggregate of the global mini-batch, whatever the
+        micro-batching; ``authors`` (verl's ``dp_actor``), its share of this rank's samples of the
+        mini-batch, gradients averaged over the ranks holding samples of it.
+
         Returns:
             Loss statistics averaged over the mini-batches (``pg_loss``, ``kl``,
             ``clip_fraction``, ``clip_fraction_dual``, ``ratio_mean``, ``approx_kl``,
             ``grad_norm``, not finite when one mini-batch's was), the number of skipped
-            optimizer steps (``skipped_updates``), ``lr`` and ``tokens``.
+            optimizer steps (``skipped_updates``), ``lr`` and ``tokens``. Within a mini-batch
+            the micro-batches' statistics are weighted as their losses are: under ``global`` the
+            ``pg_loss`` and ``kl`` are the global mini-batch's aggregates; under ``authors`` they
+            are the value of the authors' objective (micro-batch aggregates weighted by sample
+            share, averaged over ranks), and the fractions and ratios likewise.
         """
         cfg = self.config
         samples = [s for s in samples if s.n_tokens > 0]
@@ -323,16 +366,26 @@ class Player:
         sums: dict[str, float] = {}
         counts = skipped = 0
         sharded = is_sharded(self.model)
-        scale = self.dist.world_size if sharded else 1
+        authors = cfg.loss_weighting == "authors"
         for _epoch in range(cfg.ppo_epochs):
             for mini in self._mini_batches(samples):
-                # token and sequence counts of the global mini-batch (all ranks' parts)
-                total_tokens, total_seqs = self.dist.sum([sum(s.n_tokens for s in mini), len(mini)])
+                # token and sequence counts of the global mini-batch (all ranks' parts), and how
+                # many ranks hold a part of it
+                total_tokens, total_seqs, ranks = self.dist.sum(
+                    [sum(s.n_tokens for s in mini), len(mini), 1 if mini else 0]
+                )
                 if total_seqs == 0:
                     continue
+                if authors:
+                    # verl: gradients averaged over ranks (FSDP averages them itself; the
+                    # summed ddp gradients are divided here), over the ranks that hold samples
+                    scale = (self.dist.world_size if sharded else 1) / ranks
+                else:
+                    # FSDP averages the gradients over ranks: undo it to sum them as ddp does
+                    scale = self.dist.world_size if sharded else 1
                 part_sums: dict[str, float] = dict.fromkeys(_LOSS_STATS, 0.0)
                 self.optimizer.zero_grad(set_to_none=True)
-                chunks = list(micro_batches(mini, cfg.micro_batch_size))
+                chunks = self._chunks(mini)
                 for _ in range(self._rounds(len(chunks)) - len(chunks)):
                     self._idle_pass(backward=True)
                 for chunk in chunks:
@@ -357,16 +410,18 @@ class Player:
                         aggregation=cfg.loss_aggregation,
                         clip_ratio_c=cfg.clip_ratio_c,
                     )
-                    if cfg.loss_aggregation == "token-mean":
+                    if authors:  # the chunk's own aggregate x its share of this rank's samples
+                        weight = len(chunk) / len(mini)
+                    elif cfg.loss_aggregation == "token-mean":
                         weight = sum(s.n_tokens for s in chunk) / total_tokens
                     else:
                         weight = len(chunk) / total_seqs
-                    # FSDP averages the gradients over ranks: undo it to sum them as ddp does
                     (loss * (weight * scale)).backward()
                     for key in _LOSS_STATS:
                         part_sums[key] += part[key] * weight
-                for key, value in zip(_LOSS_STATS, self.dist.sum(list(part_sums.values()))):
-                    sums[key] = sums.get(key, 0.0) + value
+                reduced = self.dist.sum(list(part_sums.values()))
+                for key, value in zip(_LOSS_STATS, reduced):
+                    sums[key] = sums.get(key, 0.0) + (value / ranks if authors else value)
                 params = [p for p in self.model.parameters() if p.requires_grad]
                 if not sharded:  # FSDP has reduce-scattered them in backward
                     self.dist.sum_gradients(params)
@@ -499,6 +554,9 @@ class Player:
                 self.reference, path, f"{self.name} reference", map_location=self.device
             )
 
+
+_ROLES = ("coder", "tester")
+"""The roles whose micro-batch counts data-parallel ranks sync under a token budget."""
 
 _LOSS_STATS = ("pg_loss", "kl", "clip_fraction", "clip_fraction_dual", "ratio_mean", "approx_kl")
 

@@ -10,7 +10,8 @@ the completion's log-probabilities and the loss ignores prompts and padding.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import heapq
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from agents.lm.transformers_lm import accepts_logits_to_keep
 from agents.training.grpo import token_logprobs
 
-__all__ = ["Batch", "Sample", "autocast", "micro_batches", "pack", "sequence_logprobs"]
+__all__ = [
+    "Batch",
+    "Sample",
+    "autocast",
+    "balanced_partition",
+    "budget_groups",
+    "effective_length",
+    "micro_batches",
+    "pack",
+    "sequence_logprobs",
+]
 
 
 @dataclass
@@ -134,17 +145,92 @@ def pack(samples: Sequence[Sample], pad_id: int) -> Batch:
     )
 
 
-def micro_batches(samples: Sequence[Sample], size: int) -> Iterator[list[Sample]]:
-    """Split ``samples`` into chunks of at most ``size``, one role per chunk, sorted by length.
+def effective_length(sample: Sample) -> int:
+    """Tokens a sample occupies in a forward pass: its prompt plus its completion (no padding).
 
-    Sorting makes each chunk pad little; keeping roles apart lets each chunk use its role's
-    sampling temperature (self-play mixes both roles); the order is deterministic.
+    What a token budget (``micro_batch_max_tokens``) counts, as verl's ``use_dynamic_bsz``
+    counts a row's ``attention_mask``.
+    """
+    return len(sample.prompt_ids) + sample.n_tokens
+
+
+def budget_groups(lengths: Sequence[int], max_tokens: int) -> int:
+    """How many micro-batches a token budget makes of samples of ``lengths``.
+
+    ``ceil(sum(lengths) / max_tokens)`` (verl's ``rearrange_micro_batches``), at least 1 and at
+    most ``len(lengths)``; 0 for no samples.
+
+    Raises:
+        ValueError: ``max_tokens < 1``.
+
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if not lengths:
+        return 0
+    return min(len(lengths), max(1, -(-sum(lengths) // max_tokens)))
+
+
+def balanced_partition(lengths: Sequence[int], groups: int) -> list[list[int]]:
+    """Split indices ``0 .. len(lengths) - 1`` into ``groups`` groups of similar total length.
+
+    Greedy longest-processing-time (LPT): the indices in order of decreasing length (ties: the
+    lower index first) each go to the group with the smallest total so far (ties: fewer samples,
+    then the lower group). Deterministic; every index lands in exactly one group; with ``groups
+    <= len(lengths)`` no group is empty. With ``groups = ceil(sum /
+    budget)`` a sample longer than the budget is alone in its group: a later sample joins it only
+    if every other group already holds more than the budget, which would make the total exceed
+    ``groups * budget``. verl partitions with Karmarkar-Karp (largest differencing) instead, so
+    which samples share a group can differ from verl's. Each group's indices are returned sorted
+    by ``(length, index)`` (the order :func:`pack` pads least in); groups in group order, empty
+    ones left out.
+
+    Raises:
+        ValueError: ``groups < 1``.
+
+    """
+    if groups < 1:
+        raise ValueError(f"groups must be >= 1, got {groups}")
+    groups = min(groups, max(1, len(lengths)))
+    heap = [(0, 0, g) for g in range(groups)]  # (total length, samples, group)
+    members: list[list[int]] = [[] for _ in range(groups)]
+    for i in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        total, count, g = heapq.heappop(heap)
+        members[g].append(i)
+        heapq.heappush(heap, (total + lengths[i], count + 1, g))
+    return [sorted(m, key=lambda i: (lengths[i], i)) for m in members if m]
+
+
+def micro_batches(
+    samples: Sequence[Sample],
+    size: int,
+    *,
+    max_tokens: int | None = None,
+    groups: Mapping[str, int] | None = None,
+) -> Iterator[list[Sample]]:
+    """Split ``samples`` into micro-batches, one role per micro-batch, roles in sorted order.
+
+    Keeping roles apart lets each micro-batch use its role's sampling temperature (self-play
+    mixes both roles); the order is deterministic.
+
+    Without ``max_tokens``: chunks of at most ``size`` samples in order of ``(length, index)``
+    (each chunk pads little). With ``max_tokens`` (a token budget, ``size`` ignored): each
+    role's samples form :func:`budget_groups` of their :func:`effective_length` micro-batches,
+    or ``groups[role]`` when that is larger (a data-parallel trainer passes the largest count
+    over ranks, as verl does; capped by the role's sample count), balanced by token count with
+    :func:`balanced_partition`. A sample longer than the budget forms its own micro-batch.
     """
     for role in sorted({s.role for s in samples}):
-        order = sorted(
-            (i for i in range(len(samples)) if samples[i].role == role),
-            key=lambda i: (len(samples[i].prompt_ids) + samples[i].n_tokens, i),
-        )
+        members = [i for i in range(len(samples)) if samples[i].role == role]
+        if max_tokens is not None:
+            lengths = [effective_length(samples[i]) for i in members]
+            count = budget_groups(lengths, max_tokens)
+            if groups is not None and role in groups:
+                count = min(len(members), max(count, groups[role]))
+            for part in balanced_partition(lengths, count):
+                yield [samples[members[j]] for j in part]
+            continue
+        order = sorted(members, key=lambda i: (effective_length(samples[i]), i))
         for start in range(0, len(order), size):
             yield [samples[i] for i in order[start : start + size]]
 
