@@ -72,6 +72,8 @@ def test_missing_and_damaged_problem_files(
     assert "bad_json.jsonl:3" in err
     err = _fails(["eval", "--policy", "scripted:gt", "--source", f"jsonl:{tmp_path}"], capsys)
     assert "codea1 eval: error:" in err and str(tmp_path) in err
+    err = _fails(["eval", "--policy", "scripted:gt", "--source", f"jsonl:{missing}"], capsys)
+    assert "codea1 eval: error: FileNotFoundError" in err and "raised at" in err  # as duel says it
 
 
 @pytest.mark.parametrize(

@@ -257,3 +257,21 @@ def test_pickling_or_copying_an_env_says_why_it_cannot(env) -> None:
     for attempt in (pickle.dumps, copy.deepcopy):
         with pytest.raises(TypeError, match="a codea1 env cannot be pickled or deep-copied"):
             attempt(env)
+
+
+def test_reset_after_close_says_the_env_is_closed() -> None:
+    """A closed env cannot score (its sandbox is stopped): reset says so, not a later step."""
+    from codea1_env.scoring.referee import Referee
+
+    env = gym.make("CodeTestDuel-v0", source="bank")
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(RuntimeError, match="this env is closed"):
+        env.reset(seed=0)
+    with Referee() as referee:  # a referee the env was given outlives the env's close()
+        shared = gym.make("CodeTestDuel-v0", source="bank", referee=referee)
+        shared.reset(seed=0)
+        shared.close()
+        shared.reset(seed=0)
+        assert not referee.closed
+    assert referee.closed

@@ -319,7 +319,7 @@ def test_run_single_with_reward_url_posts_one_request_per_batch(
         assert output["reward_extra_info"] == {**want, "batch_size": float(size)}
     adapter.close_cores()
     # the scoring options are the service's: giving them here too fails at once
-    with pytest.raises(ValueError, match="opponent belong on"):
+    with pytest.raises(ValueError, match="opponent belongs on"):
         CodeA1RewardManager(_config(tokenizer_dir, reward_url=url, opponent="gt"), tokenizer, None)
     # an unreachable service fails every sample of the batch (no silent 0)
     with socket.socket() as probe:

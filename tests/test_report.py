@@ -129,6 +129,31 @@ def test_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert report_cli.run(parser.parse_args([str(tmp_path / "nope")])) == 2
 
 
+def test_report_into_a_reused_folder_counts_and_keeps_only_its_own_plots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    report_cli.add_arguments(parser)
+    out = tmp_path / "report"
+    full = _fake_run(tmp_path / "run")
+    assert report_cli.run(parser.parse_args([str(full), "--duels", "0", "--out", str(out)])) == 0
+    assert "6 plots" in capsys.readouterr().out
+    (out / "notes.png").write_bytes(b"not ours")  # a file of the user's is left alone
+    small = tmp_path / "small"
+    small.mkdir()
+    rows = [{"step": s, "coder/reward": s / 10} for s in (1, 3, 5)]
+    text = "\n".join(json.dumps(r) for r in rows[:2]) + "\nnot json\n" + json.dumps(rows[2])
+    (small / "metrics.jsonl").write_text(text + "\n", encoding="utf-8")
+    with pytest.warns(UserWarning) as caught:
+        assert (
+            report_cli.run(parser.parse_args([str(small), "--duels", "0", "--out", str(out)])) == 0
+        )
+    assert "1 plots" in capsys.readouterr().out
+    assert sorted(p.name for p in out.glob("*.png")) == ["notes.png", "rewards.png"]
+    said = [str(w.message) for w in caught if "metrics.jsonl:3" in str(w.message)]
+    assert len(said) == 1, said  # the bad line is reported once, not once per read of the run
+
+
 # --- smoothing and before/after markers ----------------------------------------------------------
 
 

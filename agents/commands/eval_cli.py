@@ -145,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
     except ProblemFormatError:
         raise  # a bad file: codea1's handler names the error, the file, the line and the field
     except (ValueError, KeyError, OSError) as exc:
-        print(f"codea1 eval: error: {exc}", file=sys.stderr)
-        return 2
+        from agents.commands.cli import report_input_error
+
+        return report_input_error("codea1 eval", exc)
     started = time.perf_counter()
 
     def say(line: str) -> None:

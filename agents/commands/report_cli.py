@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from agents.commands.argtypes import nonnegative_int
 from agents.evaluation.report import DEFAULT_SMOOTHING
@@ -53,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 report``; returns 2 when the run directory is not usable."""
     from agents.commands.argtypes import check_output
+    from agents.evaluation.plots import PLOTS
     from agents.evaluation.report import load_run, monitor_flags, write_report
 
     try:
@@ -62,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         print(f"codea1 report: error: {exc}", file=sys.stderr)
         return 2
-    flags = monitor_flags(load_run(args.run_dir).rows)
-    print(f"wrote {page} and {len(list(page.parent.glob('*.png')))} plots in {page.parent}")
+    with warnings.catch_warnings():  # write_report read it already and warned of bad lines
+        warnings.simplefilter("ignore")
+        flags = monitor_flags(load_run(args.run_dir).rows)
+    plots = [stem for stem, *_ in PLOTS if (page.parent / f"{stem}.png").is_file()]
+    print(f"wrote {page} and {len(plots)} plots in {page.parent}")
     if flags:
         print("monitor flags: " + ", ".join(f"{k}={v:g}" for k, v in flags.items()))
     return 0

@@ -483,6 +483,9 @@ def write_report(
         out.mkdir(parents=True, exist_ok=True)
         for made in sorted(staging.iterdir(), key=lambda path: path.name == "report.html"):
             os.replace(made, out / made.name)
+        for stem, *_ in PLOTS:  # an earlier report's plot this run has no data for
+            if stem not in plots:
+                (out / f"{stem}.png").unlink(missing_ok=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out / "report.html"

@@ -125,7 +125,8 @@ def remote_scoring(kwargs: Mapping[str, Any], scoring_keys: Sequence[str]) -> Re
     if local:
         raise ValueError(
             f"reward_url={url}: the service chooses the scoring; {', '.join(local)} "
-            "belong on `codea1 serve-reward`'s command line, not in reward_kwargs"
+            f"{'belongs' if len(local) == 1 else 'belong'} on `codea1 serve-reward`'s command "
+            "line, not in reward_kwargs"
         )
     timeout = float(kwargs.get("reward_timeout_s") or RemoteScoring.timeout_s)
     retries = kwargs.get("reward_retries")

@@ -285,7 +285,17 @@ class DuelHost:
         return fixed_tester(self.referee.reward_config.mode)
 
     def new_duel(self, rng: np.random.Generator, options: Mapping[str, Any] | None) -> Duel:
-        """A fresh duel on the next problem."""
+        """A fresh duel on the next problem.
+
+        Raises:
+            RuntimeError: the env was closed and its referee with it (the duel could not be
+                scored); a referee the env was given and does not own stays usable.
+
+        """
+        if self.referee.closed:
+            raise RuntimeError(
+                "this env is closed: close() stopped its sandbox; make a new env to play on"
+            )
         return Duel(self.picker.pick(rng, options))
 
     def play_code(self, duel: Duel, action: Any, max_chars: int) -> None:

@@ -193,6 +193,11 @@ class Judge(abc.ABC):
             ValueError: ``state`` is damaged (the message names the field); nothing changed.
         """
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` stopped what this scorer started (it cannot judge again)."""
+        return bool(getattr(self, "_closed", False))
+
     @abc.abstractmethod
     def isolation(self) -> IsolationReport:
         """The sandbox's isolation report: its layers and the Python that runs the programs."""
