@@ -432,3 +432,25 @@ def test_values_that_would_ruin_a_run_or_leave_runs_root_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=named):
         from_preset("nano", **values)
+
+
+def test_equality_and_inline_reach_the_referee_from_the_trainers_flags() -> None:
+    """codea1's two scoring options (deviations 14 and 15) are trainer flags too."""
+    import argparse
+
+    from agents.training.config import TrainConfig, add_config_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_config_arguments(parser)
+    config = config_from_args(
+        parser.parse_args(["--equality", "strict", "--inline", "anywhere"]), "nano"
+    )
+    scoring = config.reward_config()
+    assert (scoring.equality, scoring.inline) == ("strict", "anywhere")
+    assert TrainConfig.from_dict(config.to_dict()).reward_config() == scoring
+    default = config_from_args(parser.parse_args([]), "nano").reward_config()
+    assert (default.equality, default.inline) == ("python", "arguments")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--equality", "loose"])
+    with pytest.raises(ValueError, match="TrainConfig.inline"):
+        TrainConfig(inline="everywhere")  # type: ignore[arg-type]

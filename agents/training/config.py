@@ -251,6 +251,14 @@ class TrainConfig:
     ``authors`` (as the authors' harness runs it: after the GT, both programs' imports hoisted
     and the GT's functions deleted, so an import the GT has or a GT constant works; deviation 12
     of docs/deviations.md)."""
+    equality: Literal["python", "strict"] = "python"
+    """How a returned value is compared with the GT's: ``python`` (the authors' ``==``) or
+    ``strict`` (codea1's option: types must match at every level, floats within
+    ``math.isclose``, NaN equals NaN; deviation 14 of docs/deviations.md)."""
+    inline: Literal["arguments", "anywhere"] = "arguments"
+    """Where the tester's remembered assignments are substituted: ``arguments`` (the authors'
+    rule 1: a bare name passed as an argument) or ``anywhere`` (codea1's option: in the whole
+    call and the expected side; deviation 15 of docs/deviations.md)."""
     book_tie_order: Literal["oldest", "authors"] = "oldest"
     """How the book ranks entries of equal frequency for the replay: ``oldest`` first (codea1's)
     or ``authors`` (the order the authors' in-place sort at each replay leaves; deviation 22 of
@@ -427,6 +435,8 @@ class TrainConfig:
             coverage_bonus=self.coverage_bonus,
             mutation_bonus=self.mutation_bonus,
             candidate_context=self.candidate_context,
+            equality=self.equality,
+            inline=self.inline,
         )
 
     def __post_init__(self) -> None:
