@@ -379,3 +379,18 @@ def test_each_start_records_what_it_runs_on(tmp_path: Path) -> None:
     sandbox = first["sandbox"]
     assert sandbox["backend"].startswith("local") and sandbox["python"] == platform.python_version()
     assert isinstance(sandbox["layers_off"], list)
+
+
+def test_a_run_directory_holding_other_files_is_said(tmp_path: Path) -> None:
+    """A fresh run into a folder of something else's files says so (a resume does not)."""
+    lines: list[str] = []
+    run_dir = tmp_path / "results"
+    run_dir.mkdir()
+    (run_dir / "eval.json").write_text("{}", encoding="utf-8")
+    trainer = Trainer(from_preset("nano"), run_dir=run_dir, log=lines.append)
+    trainer.close()
+    said = [line for line in lines if "already holds 1 files of something else" in line]
+    assert said and "eval.json" in said[0], lines
+    lines.clear()
+    Trainer(from_preset("nano"), run_dir=tmp_path / "new", log=lines.append).close()
+    assert not [line for line in lines if "something else" in line]

@@ -233,6 +233,14 @@ class Trainer:
             held_out = heldout_problems(config)
             self.eval_problems = held_out if config.eval_before_after else []
         fresh = self.checkpoint is None and self.dist.is_main
+        if fresh and self.run_dir.is_dir() and not saved.is_file():
+            others = sorted(p.name for p in self.run_dir.iterdir())
+            if others:  # not a codea1 run's directory (a run writes config.json first)
+                self.log(
+                    f"note: {self.run_dir} already holds {len(others)} files of something else "
+                    f"({', '.join(others[:4])}{', ...' if len(others) > 4 else ''}); "
+                    "the run writes its own beside them"
+                )
         made_dir = not self.run_dir.exists()
         existed = {path: path.exists() for path in _fresh_run_files(self.run_dir)}
         # a resume that fails (a damaged checkpoint file) puts back the config.json it rewrote
