@@ -129,6 +129,7 @@ def test_report_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert report_cli.run(parser.parse_args([str(tmp_path / "nope")])) == 2
 
 
+@pytest.mark.requires("matplotlib")
 def test_report_into_a_reused_folder_counts_and_keeps_only_its_own_plots(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
