@@ -359,6 +359,10 @@ if rank == 0:
     torch.save({n: g.detach().cpu() for n, g in grads.items()}, os.environ["OUT"])
 dist.barrier()
 dist.destroy_process_group()
+# skip the interpreter's teardown: gloo's threads can abort it ("terminate called without an
+# active exception") after the work is done and saved
+sys.stdout.flush()
+os._exit(0)
 """
 
 
