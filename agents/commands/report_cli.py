@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
 from agents.commands.argtypes import nonnegative_int
 from agents.evaluation.report import DEFAULT_SMOOTHING
@@ -60,13 +59,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.out is not None:
             check_output("--out", args.out, directory=True)
-        page = write_report(args.run_dir, args.out, duels=args.duels, smoothing=args.smoothing)
+        data = load_run(args.run_dir)
+        page = write_report(data, args.out, duels=args.duels, smoothing=args.smoothing)
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
         print(f"codea1 report: error: {exc}", file=sys.stderr)
         return 2
-    with warnings.catch_warnings():  # write_report read it already and warned of bad lines
-        warnings.simplefilter("ignore")
-        flags = monitor_flags(load_run(args.run_dir).rows)
+    flags = monitor_flags(data.rows)
     plots = [stem for stem, *_ in PLOTS if (page.parent / f"{stem}.png").is_file()]
     print(f"wrote {page} and {len(plots)} plots in {page.parent}")
     if flags:

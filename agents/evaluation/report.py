@@ -436,7 +436,7 @@ after RL (star, last step) from summary.json.</p>
 
 
 def write_report(
-    run_dir: str | Path,
+    run_dir: str | Path | RunData,
     out_dir: str | Path | None = None,
     *,
     duels: int = 4,
@@ -446,7 +446,8 @@ def write_report(
     """Write the PNG plots and ``report.html`` for a run; returns the HTML path.
 
     Args:
-        run_dir: The run directory.
+        run_dir: The run directory, or a run :func:`load_run` has read already (it is not read
+            again; example duels played for the report are stored in its ``duels``).
         out_dir: Where to write (default ``RUN_DIR/report``).
         duels: Example duels to show when the run logged none: twice as many are played with
             the latest checkpoint, and :func:`pick_duels` keeps ``duels`` of them, broken-code
@@ -459,7 +460,7 @@ def write_report(
         ValueError: ``smoothing`` is outside ``[0, 1)``.
 
     """
-    data = load_run(run_dir)
+    data = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
     out = Path(out_dir) if out_dir is not None else data.run_dir / "report"
     note = "the run logged no duels (no duels*.jsonl)"
     origin = "logged duels"
