@@ -184,3 +184,7 @@ def test_a_resume_from_what_is_left_of_a_damaged_run(
     status, err = train(damaged, "--steps", "3")
     assert status == 2 and "Traceback" not in err
     assert "CheckpointError" in err and "step_2/trainer_state.pt cannot be loaded" in err
+    said = [line for line in err.splitlines() if "cannot be loaded" in line]
+    assert len(said) == 1 and said[0].endswith(
+        "remove checkpoints/step_2 to resume from the checkpoint before it"
+    ), err

@@ -80,9 +80,17 @@ def load_checkpoint_file(path: Path, **kwargs: Any) -> Any:
     try:
         return torch.load(path, **kwargs)
     except (OSError, RuntimeError, EOFError, ValueError, pickle.UnpicklingError) as exc:
+        text = str(exc).strip()  # torch's own text can run to several lines: its first
+        first = text.splitlines()[0].rstrip(".") if text else ""
+        step = path.parent
+        hint = (
+            f"; remove {step.parent.name}/{step.name} to resume from the checkpoint before it"
+            if step.name.startswith("step_")
+            else ""
+        )
         raise CheckpointError(
             f"checkpoint file {path} cannot be loaded (damaged after it was written?): "
-            f"{type(exc).__name__}: {exc}"
+            f"{type(exc).__name__}: {first}{hint}"
         ) from exc
 
 

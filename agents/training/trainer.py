@@ -234,10 +234,13 @@ class Trainer:
             self.eval_problems = held_out if config.eval_before_after else []
         fresh = self.checkpoint is None and self.dist.is_main
         if fresh and self.run_dir.is_dir() and not saved.is_file():
-            others = sorted(p.name for p in self.run_dir.iterdir())
+            own = {path.name for path in _fresh_run_files(self.run_dir)}
+            # the run's own files (a SQLite book opened for it before the Trainer) are not noted
+            others = sorted(p.name for p in self.run_dir.iterdir() if p.name not in own)
             if others:  # not a codea1 run's directory (a run writes config.json first)
                 self.log(
-                    f"note: {self.run_dir} already holds {len(others)} files of something else "
+                    f"note: {self.run_dir} already holds {len(others)} "
+                    f"{'file' if len(others) == 1 else 'files'} of something else "
                     f"({', '.join(others[:4])}{', ...' if len(others) > 4 else ''}); "
                     "the run writes its own beside them"
                 )
