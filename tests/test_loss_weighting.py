@@ -9,7 +9,8 @@ gradients averaged over GPUs, with micro-batches formed by a token budget (``use
   computed here by hand (one forward per sample, no padding), differs from ``global`` when the
   micro-batches' completions differ in length and equals it when every completion is as long;
 * the token-budget partition: every sample once, ``ceil(tokens / budget)`` groups (at most one
-  per sample), an over-long sample alone, balanced, deterministic, one role per group;
+  per sample), an over-long sample alone, balanced, deterministic, one role per group; each
+  group runs in forward passes padded within the budget, which do not change the gradient;
 * bad values are refused; the flags reach the config;
 * two gloo ranks: ``authors`` averages the ranks' gradients, ``global`` sums them to the
   single process's.
@@ -38,6 +39,7 @@ pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[
 import torch
 
 from agents.commands.train_cli import add_arguments, build_config, main
+from agents.training import player as player_module
 from agents.training.config import TrainConfig, from_preset
 from agents.training.player import Player, build_player
 from agents.training.rollout import (
@@ -46,6 +48,8 @@ from agents.training.rollout import (
     budget_groups,
     effective_length,
     micro_batches,
+    pack,
+    padded_passes,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,6 +191,11 @@ def test_authors_weighting_under_a_token_budget() -> None:
     budget = 12  # 42 tokens: 4 micro-batches
     chunks = list(micro_batches(samples, 8, max_tokens=budget))
     assert len(chunks) == 4
+    # some micro-batch pads past the budget, so it runs in several passes: the weighting is
+    # still the micro-batch's own
+    padded = [len(c) * max(effective_length(s) for s in c) for c in chunks]
+    assert max(padded) > budget, padded
+    assert sum(len(padded_passes(c, budget)) for c in chunks) > len(chunks)
     got = _grads(player, samples, micro_batch_max_tokens=budget)
     assert _distance(got, _hand_authors_grads(player, chunks, len(samples))) < 1e-4
     assert _distance(_grads(player, samples, loss_weighting="global"), got) > 1e-2
@@ -275,6 +284,52 @@ def test_token_budget_micro_batches_keep_roles_apart() -> None:
     assert sum(1 for c in fewer if c[0].role == "coder") == coder  # never below its own count
     # without a budget: fixed-size chunks, as before
     assert [len(c) for c in micro_batches(samples, 4)] == [4, 4, 1, 4, 1]
+
+
+def test_padded_passes_keep_the_padded_size_within_the_budget() -> None:
+    # the review's case: one long sample and many short ones share a balanced micro-batch
+    long = Sample([1] * 4000, [3] * 4000, 0.5)
+    short = [Sample([1] * 250, [3] * 250, 0.1) for _ in range(48)]
+    micro = [short[0], long, *short[1:]]
+    assert budget_groups([effective_length(s) for s in micro], 32768) == 1
+    assert pack(micro, 0).input_ids.numel() == 49 * 8000  # one pass would pad to 392,000
+    passes = padded_passes(micro, 32768)
+    assert passes == [short, [long]]  # 48 x 500 = 24,000 tokens; the long one alone
+    for part in passes:
+        assert pack(part, 0).input_ids.numel() <= 32768 or len(part) == 1
+    # every sample once, each pass in (length, position) order; a budget of 1 makes one each
+    lengths = [5, 1, 9, 3, 3, 12, 2]
+    samples = [Sample([1], [2] * (n - 1), 0.0) for n in lengths]
+    for budget in (1, 6, 10, 18, 100):
+        got = padded_passes(samples, budget)
+        flat = [s for part in got for s in part]
+        assert sorted(map(id, flat)) == sorted(map(id, samples))
+        assert [effective_length(s) for s in flat] == sorted(lengths)
+        for part in got:
+            longest = max(effective_length(s) for s in part)
+            assert len(part) * longest <= budget or len(part) == 1, (budget, part)
+    assert len(padded_passes(samples, 1)) == len(samples)
+    assert padded_passes([], 10) == []
+    with pytest.raises(ValueError, match="max_tokens"):
+        padded_passes(samples, 0)
+
+
+@pytest.mark.parametrize("aggregation", ["token-mean", "seq-mean-token-mean"])
+def test_authors_passes_do_not_change_the_gradient(
+    aggregation: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    player = _player(loss_weighting="authors", loss_aggregation=aggregation)
+    samples = _samples([1, 2, 7, 3, 5, 1], [3, 6, 2, 4, 3, 5])
+    budget = 12
+    chunks = list(micro_batches(samples, 8, max_tokens=budget))
+    assert sum(len(padded_passes(c, budget)) for c in chunks) > len(chunks)  # some are cut
+    split = _grads(player, samples, micro_batch_max_tokens=budget)
+    # the same micro-batches, each in one padded pass (what the budget's passes replace)
+    monkeypatch.setattr(player_module, "padded_passes", lambda micro, _budget: [list(micro)])
+    whole = _grads(player, samples, micro_batch_max_tokens=budget)
+    assert _distance(split, whole) < 1e-5
+    if aggregation == "token-mean":  # (a sequence mean weighted by sample share is the global)
+        assert _distance(split, _grads(player, samples, loss_weighting="global")) > 1e-2
 
 
 # ---------------------------------------------------------------- (d) validation

@@ -318,10 +318,14 @@ class TrainConfig:
     sample's tokens are its prompt plus its completion, balanced by token count with greedy
     longest-processing-time (:func:`agents.training.rollout.balanced_partition`; verl uses
     Karmarkar-Karp, so which samples share a micro-batch can differ from verl's). A sample longer
-    than the budget forms its own micro-batch. Data-parallel, every rank uses the largest count
-    over ranks (verl syncs it the same way). With ``loss_weighting='global'`` the update does
-    not depend on it (up to float rounding); with ``'authors'`` it does. ``None``: fixed
-    ``micro_batch_size`` chunks. Not used by the supervised warm start."""
+    than the budget forms its own micro-batch. A micro-batch runs in forward passes whose padded
+    size (rows x longest row) stays within the budget (a longer sample alone;
+    :func:`agents.training.rollout.padded_passes`): verl's forward drops the padding, codea1's
+    pads, and the balanced micro-batches mix long and short samples. The passes do not change
+    the loss (each counts for its share of its micro-batch). Data-parallel, every rank uses the
+    largest count over ranks (verl syncs it the same way). With ``loss_weighting='global'`` the
+    update does not depend on it (up to float rounding); with ``'authors'`` it does. ``None``:
+    fixed ``micro_batch_size`` chunks. Not used by the supervised warm start."""
     loss_weighting: Literal["global", "authors"] = "global"
     """How the micro-batches' losses make a mini-batch's gradient. ``global`` (codea1's): the
     exact ``loss_aggregation`` of the whole global mini-batch (each micro-batch's loss weighted

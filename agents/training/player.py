@@ -8,7 +8,9 @@ gradient accumulation over micro-batches, gradient clipping, one scheduler step 
 ``loss_weighting`` picks how micro-batches' losses combine: ``global`` (the exact aggregate of
 the global mini-batch) or ``authors`` (verl's: each micro-batch's own aggregate times its share of
 the rank's samples, averaged over ranks); ``micro_batch_max_tokens`` forms micro-batches by a
-token budget (verl's ``use_dynamic_bsz``) instead of ``micro_batch_size``. As in
+token budget (verl's ``use_dynamic_bsz``) instead of ``micro_batch_size``, each run in forward
+passes whose padded size stays within the budget (``padded_passes``; the weighting is the
+micro-batch's). As in
 verl (``dp_actor.py``), a mini-batch whose gradient norm is not finite takes no optimizer step (its
 gradients are dropped, counted in ``skipped_updates`` and warned about); the schedule still steps.
 """
@@ -54,6 +56,7 @@ from agents.training.rollout import (
     effective_length,
     micro_batches,
     pack,
+    padded_passes,
     sequence_logprobs,
 )
 
@@ -283,11 +286,22 @@ class Player:
                 groups[role] = self.dist.max(budget_groups(lengths, budget))
         return list(micro_batches(samples, cfg.micro_batch_size, max_tokens=budget, groups=groups))
 
+    def _passes(self, micros: Sequence[list[Sample]]) -> list[tuple[list[Sample], list[Sample]]]:
+        """The forward passes of ``micros``, each with the micro-batch it belongs to.
+
+        Under a token budget each micro-batch runs in :func:`padded_passes` (the padded size of
+        a pass within the budget); otherwise a micro-batch is one pass.
+        """
+        budget = self.config.micro_batch_max_tokens
+        if budget is None:
+            return [(micro, micro) for micro in micros]
+        return [(part, micro) for micro in micros for part in padded_passes(micro, budget)]
+
     # ------------------------------------------------------------------------------------------
     @torch.no_grad()
     def _fill_logprobs(self, samples: Sequence[Sample], *, reference: bool) -> None:
         cfg = self.config
-        chunks = self._chunks(samples)
+        chunks = [part for part, _micro in self._passes(self._chunks(samples))]
         if not reference or cfg.use_lora:  # forwards of the (maybe sharded) trained model
             for _ in range(self._rounds(len(chunks)) - len(chunks)):
                 self._idle_pass(backward=False)
@@ -385,10 +399,10 @@ class Player:
                     scale = self.dist.world_size if sharded else 1
                 part_sums: dict[str, float] = dict.fromkeys(_LOSS_STATS, 0.0)
                 self.optimizer.zero_grad(set_to_none=True)
-                chunks = self._chunks(mini)
-                for _ in range(self._rounds(len(chunks)) - len(chunks)):
+                passes = self._passes(self._chunks(mini))
+                for _ in range(self._rounds(len(passes)) - len(passes)):
                     self._idle_pass(backward=True)
-                for chunk in chunks:
+                for chunk, micro in passes:
                     batch = pack(chunk, self.pad_id).to(self.device)
                     logp = sequence_logprobs(
                         self.model,
@@ -410,8 +424,15 @@ class Player:
                         aggregation=cfg.loss_aggregation,
                         clip_ratio_c=cfg.clip_ratio_c,
                     )
-                    if authors:  # the chunk's own aggregate x its share of this rank's samples
-                        weight = len(chunk) / len(mini)
+                    if authors:  # the micro-batch's own aggregate x its share of the rank's
+                        # samples; a pass of it counts for its share of the micro-batch
+                        weight = len(micro) / len(mini)
+                        if cfg.loss_aggregation == "token-mean":
+                            weight *= sum(s.n_tokens for s in chunk) / sum(
+                                s.n_tokens for s in micro
+                            )
+                        else:
+                            weight *= len(chunk) / len(micro)
                     elif cfg.loss_aggregation == "token-mean":
                         weight = sum(s.n_tokens for s in chunk) / total_tokens
                     else:

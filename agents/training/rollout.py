@@ -149,7 +149,8 @@ def effective_length(sample: Sample) -> int:
     """Tokens a sample occupies in a forward pass: its prompt plus its completion (no padding).
 
     What a token budget (``micro_batch_max_tokens``) counts, as verl's ``use_dynamic_bsz``
-    counts a row's ``attention_mask``.
+    counts a row's ``attention_mask``; the padded forward passes are bounded separately
+    (:func:`padded_passes`).
     """
     return len(sample.prompt_ids) + sample.n_tokens
 
@@ -201,6 +202,38 @@ def balanced_partition(lengths: Sequence[int], groups: int) -> list[list[int]]:
     return [sorted(m, key=lambda i: (lengths[i], i)) for m in members if m]
 
 
+def padded_passes(micro: Sequence[Sample], max_tokens: int) -> list[list[Sample]]:
+    """Cut one micro-batch into forward passes whose padded size stays within ``max_tokens``.
+
+    A token budget counts each sample's own tokens (:func:`effective_length`), as verl does for
+    its forward without padding; :func:`pack` pads every row of a pass to the longest, so a
+    micro-batch that holds long and short samples (what :func:`balanced_partition` makes) would
+    pad to many times the budget. The samples are taken in order of ``(effective length,
+    position)`` and a pass takes the next one while its rows times its longest row stay within
+    ``max_tokens``; a sample longer than the budget runs alone. Every sample lands in exactly one
+    pass. The micro-batch's loss does not change: the caller weights each pass by its share of
+    the micro-batch (its tokens under ``token-mean``, its sequences otherwise).
+
+    Raises:
+        ValueError: ``max_tokens < 1``.
+
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    order = sorted(range(len(micro)), key=lambda i: (effective_length(micro[i]), i))
+    passes: list[list[Sample]] = []
+    current: list[Sample] = []
+    for i in order:
+        longest = effective_length(micro[i])  # ascending: the newest row is the longest
+        if current and (len(current) + 1) * longest > max_tokens:
+            passes.append(current)
+            current = []
+        current.append(micro[i])
+    if current:
+        passes.append(current)
+    return passes
+
+
 def micro_batches(
     samples: Sequence[Sample],
     size: int,
@@ -218,7 +251,9 @@ def micro_batches(
     role's samples form :func:`budget_groups` of their :func:`effective_length` micro-batches,
     or ``groups[role]`` when that is larger (a data-parallel trainer passes the largest count
     over ranks, as verl does; capped by the role's sample count), balanced by token count with
-    :func:`balanced_partition`. A sample longer than the budget forms its own micro-batch.
+    :func:`balanced_partition`. A sample longer than the budget forms its own micro-batch. Such
+    a micro-batch is a unit of the loss's weighting, not of memory: run it in
+    :func:`padded_passes`.
     """
     for role in sorted({s.role for s in samples}):
         members = [i for i in range(len(samples)) if samples[i].role == role]
