@@ -275,3 +275,5 @@ def test_reset_after_close_says_the_env_is_closed() -> None:
         shared.reset(seed=0)
         assert not referee.closed
     assert referee.closed
+    with pytest.raises(RuntimeError, match="the referee given to this env was closed"):
+        shared.reset(seed=0)  # its owner closed it: the env was never closed

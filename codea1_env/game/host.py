@@ -289,10 +289,16 @@ class DuelHost:
 
         Raises:
             RuntimeError: the env was closed and its referee with it (the duel could not be
-                scored); a referee the env was given and does not own stays usable.
+                scored), or the referee the env was given (and does not own) was closed; a
+                given referee stays usable after the env closes.
 
         """
         if self.referee.closed:
+            if not self.owns_referee:
+                raise RuntimeError(
+                    "the referee given to this env was closed by its owner: give the env an "
+                    "open referee (or none) to play on"
+                )
             raise RuntimeError(
                 "this env is closed: close() stopped its sandbox; make a new env to play on"
             )
