@@ -298,10 +298,16 @@ def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.requires("matplotlib", "torch", "transformers")
-def test_report_plays_duels_on_a_procedural_family_run(tmp_path: Path) -> None:
-    """A run on ``procedural:SEED:SPLIT:FAMILY`` (the tiny preset's spec) gets played duels."""
+def test_report_plays_duels_on_a_procedural_family_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run on ``procedural:SEED:SPLIT:FAMILY`` (the tiny preset's spec) gets played duels.
+
+    They are scored with the run's own scoring settings, not the defaults.
+    """
     from agents.training.config import from_preset
     from agents.training.trainer import Trainer
+    from codea1_env.scoring import referee as referee_module
 
     run = tmp_path / "run"
     cfg = from_preset(
@@ -310,10 +316,22 @@ def test_report_plays_duels_on_a_procedural_family_run(tmp_path: Path) -> None:
         problems="procedural:0:train:edge",
         eval_problems="procedural:0:test:edge",
         output_dir=str(run),
+        equality="strict",
+        inline="anywhere",
     )
     Trainer(cfg, log=lambda _m: None).train()
     assert not list(run.glob("duels*.jsonl"))  # so the report has to play them
+    made: list[referee_module.Referee] = []
+
+    class Recorded(referee_module.Referee):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(referee_module, "Referee", Recorded)
     text = write_report(run, duels=2).read_text()
+    assert [r.reward_config for r in made] == [cfg.reward_config()]
+    assert made[0].reward_config.equality == "strict" and made[0].limits == cfg.limits
     assert "none could be played" not in text
     assert "of 4 duels played with the latest checkpoint on held-out problems" in text
     # the held-out split of the edge family (ids from 1e9 on), as the run evaluated it

@@ -140,15 +140,17 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
     """Play ``n`` duels with the run's latest checkpoint on its held-out problems.
 
     The coder answers each problem, the tester writes one suite against that code, and the
-    referee judges the pair (``update_book=False``).
+    referee judges the pair (``update_book=False``) with the run's scoring settings (its
+    ``config.json``'s rewards, limits and stability options).
 
     Raises:
         ImportError: the training stack is missing.
-        ValueError: the run has no complete checkpoint.
+        ValueError: the run has no complete checkpoint, or its ``config.json`` is not a
+            codea1 config (the message names the file).
 
     """
     from agents.evaluation.evaluate import EvalSettings, load_policy
-    from agents.training.config import nest_flat_keys
+    from agents.training.config import TrainConfig
     from codea1_env.envs.duel_env import duel_info
     from codea1_env.game.duel import Duel, Role, judge_grid
     from codea1_env.game.spaces import observe
@@ -165,9 +167,13 @@ def play_example_duels(run_dir: str | Path, n: int = 4, seed: int = 0) -> list[d
         else load_source(spec)
     )
     problems = [source[i] for i in list(source.ids())[:n]]
-    stability = nest_flat_keys(config).get("stability", {})  # nested, or a pre-nesting flat file
-    anonymize_code = bool(stability.get("anonymize_code", False))
-    with Referee() as referee:
+    # the run's own scoring: rewards (mode, equality, inline, candidate context), limits and
+    # stability options, as its training referee had them
+    saved = TrainConfig.load(root / "config.json") if config else TrainConfig()
+    anonymize_code = saved.stability.anonymize_code
+    with Referee(
+        reward_config=saved.reward_config(), limits=saved.limits, stability=saved.stability
+    ) as referee:
         policy = load_policy(f"checkpoint:{root}", referee.sandbox, EvalSettings(seed=seed))
         # the env's game layer: the same observations, extraction and anonymization as training
         games = [Duel(p) for p in problems]
