@@ -45,9 +45,10 @@ import contextlib
 import enum
 import importlib.util
 import json
+import os
 import sys
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -475,6 +476,10 @@ def _ours_top(book: InMemoryMistakeBook, qid: str) -> list[tuple[str, int]]:
     return [(entry.call, int(entry.frequency)) for entry in book.top(qid, K)]
 
 
+def _ours_all(book: InMemoryMistakeBook, qid: str) -> list[tuple[str, int]]:
+    return [(entry.call, int(entry.frequency)) for entry in book.top(qid, 1 << 30)]
+
+
 def marker_passes(passed: Sequence[bool]) -> int:
     """How many kept tests the authors' harness reads as passed, given each test's true verdict.
 
@@ -492,23 +497,75 @@ def marker_passes(passed: Sequence[bool]) -> int:
 SIZE_LIMITS = {"too_long", "too_many", "cut_off"}
 
 
-def _literal_arguments(call: str) -> bool:
-    """Whether every argument of ``call`` is a Python literal (no expression to evaluate)."""
-    node = ast.parse(call, mode="eval").body
-    assert isinstance(node, ast.Call)
+_KEY_PROGRAM = """import json
+def _key(*args, **kwargs):
+    return repr((args, sorted(kwargs.items())))
+out = []
+for expression in json.loads({expressions}):
     try:
-        for arg in [*node.args, *(kw.value for kw in node.keywords)]:
-            ast.literal_eval(arg)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+        out.append(eval(expression))
+    except BaseException:
+        out.append(None)
+print(json.dumps(out))
+"""
 
 
-def _explain_book(pid: str, theirs: list[tuple[str, int]], differed: set[str]) -> str:
+def evaluated_keys(fusion: SandboxFusionStandIn, calls: Sequence[str]) -> dict[str, str]:
+    """Each call's key with its arguments evaluated: ``name`` and the repr of the values.
+
+    The authors' book keys a test by its evaluated input (deviation 24); two written calls with
+    equal arguments (``add(3, 4)``, ``add((3,)[0], 4)``) get the same key. The arguments are test
+    text, so they are evaluated in the sandbox (one program for all the calls); a call whose
+    arguments raise, or a program that fails, keys as written.
+    """
+    probes: dict[str, tuple[str, str]] = {}
+    for call in calls:
+        node = ast.parse(call, mode="eval").body
+        assert isinstance(node, ast.Call)
+        probe = ast.Call(func=ast.Name("_key", ast.Load()), args=node.args, keywords=node.keywords)
+        probes[call] = (ast.unparse(node.func), ast.unparse(probe))
+    if not probes:
+        return {}
+    expressions = json.dumps(json.dumps([probe for _, probe in probes.values()]))
+    response = fusion._run([_RunCodeRequest(code=_KEY_PROGRAM.format(expressions=expressions))])[0]
+    values: list[str | None] = [None] * len(probes)
+    if response.status == _RunStatus.Success and response.run_result is not None:
+        with contextlib.suppress(ValueError):
+            decoded = json.loads(response.run_result.stdout)
+            if isinstance(decoded, list) and len(decoded) == len(probes):
+                values = decoded
+    return {
+        call: f"{name}{value}" if isinstance(value, str) else call
+        for (call, (name, _)), value in zip(probes.items(), values)
+    }
+
+
+def _merged(entries: Sequence[tuple[str, int]], keys: Mapping[str, str]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for call, frequency in entries:
+        merged[keys.get(call, call)] = merged.get(keys.get(call, call), 0) + frequency
+    return merged
+
+
+def explain_book(
+    pid: str,
+    ours: Sequence[tuple[str, int]],
+    theirs: Sequence[tuple[str, int]],
+    differed: set[str],
+    fusion: SandboxFusionStandIn,
+) -> str:
+    """Why a problem's top entries differ, given every entry of both books for it.
+
+    Deviation 24 explains it only when the two books differ as written but agree once each
+    call's arguments are evaluated (the same evaluated input counted as often on both sides): a
+    difference in the counts themselves, or in the order of equal books, is unexplained.
+    """
     if pid in differed:
         return "follows an earlier difference of this problem"
-    if not all(_literal_arguments(call) for call, _ in theirs):
-        return "deviation 24: the book keys a test by its call with the arguments evaluated"
+    if sorted(ours) != sorted(theirs):
+        keys = evaluated_keys(fusion, sorted({call for call, _ in [*ours, *theirs]}))
+        if _merged(ours, keys) == _merged(theirs, keys):
+            return "deviation 24: the book keys a test by its call with the arguments evaluated"
     return "unexplained"
 
 
@@ -528,9 +585,17 @@ def _explain_pair(mine: Any, their: dict[str, Any], c: int, s: int, replay_same:
 
 
 def compare(
-    duels: Duels, steps: int, batch: int, authors: AuthorsHarness, referee: Referee
+    duels: Duels,
+    steps: int,
+    batch: int,
+    authors: AuthorsHarness,
+    referee: Referee,
+    fusion: SandboxFusionStandIn,
 ) -> dict[str, Any]:
-    """Score ``duels`` ``steps`` times on both sides; count and explain the differences."""
+    """Score ``duels`` ``steps`` times on both sides; count and explain the differences.
+
+    ``fusion`` runs what explaining a book difference needs evaluated (:func:`explain_book`).
+    """
     book: InMemoryMistakeBook = referee.mistake_book  # type: ignore[assignment]
     kinds = ("tester", "coder_pair", "coder", "valid_code", "replayed", "book_top")
     counts = {k: [0, 0] for k in kinds}
@@ -574,12 +639,38 @@ def compare(
                         }
                     )
                 for c in range(len(codes)):
-                    tally("valid_code", mine.compiled[c] == their["valid_code"][c])
+                    valid_same = mine.compiled[c] == their["valid_code"][c]
+                    tally("valid_code", valid_same)
                     code_same = (
                         abs(mine.coder_rewards[c] - float(np.mean(their["coder_pair"][c])))
                         <= TOLERANCE
                     )
                     tally("coder", code_same)
+                    pairs_same = all(
+                        abs(sv.coder_pair_reward - their["coder_pair"][c][s]) <= TOLERANCE
+                        for s, sv in enumerate(mine.suites[c])
+                    )
+                    if not valid_same or (not code_same and pairs_same):
+                        # a code's validity, or its reward while every pair of it agrees: no
+                        # deviation row explains either (a pair's difference is noted below)
+                        note(
+                            {
+                                "step": step,
+                                "problem": pid,
+                                "code": c,
+                                "valid_code": {
+                                    "ours": mine.compiled[c],
+                                    "theirs": their["valid_code"][c],
+                                },
+                                "coder": {
+                                    "ours": mine.coder_rewards[c],
+                                    "theirs": float(np.mean(their["coder_pair"][c])),
+                                },
+                                "explained": "follows an earlier difference of this problem"
+                                if pid in differed
+                                else "unexplained",
+                            }
+                        )
                     for s, sv in enumerate(mine.suites[c]):
                         values["tester"].append(mine.tester_rewards[c][s])
                         values["coder_pair"].append(sv.coder_pair_reward)
@@ -626,7 +717,9 @@ def compare(
                             "step": step,
                             "problem": pid,
                             "book_top": {"ours": mine_top, "theirs": their_top},
-                            "explained": _explain_book(pid, authors.entries(pid), differed),
+                            "explained": explain_book(
+                                pid, _ours_all(book, pid), authors.entries(pid), differed, fusion
+                            ),
                         }
                     )
         per_step.append(
@@ -728,8 +821,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.problems < 1 or args.steps < 1 or args.batch < 1:
         parser.error("--problems, --steps and --batch must be >= 1")
-    if args.out is not None and not args.out.resolve().parent.is_dir():
-        parser.error(f"--out {args.out}: no such folder {args.out.resolve().parent}")
+    if args.out is not None:
+        folder = args.out.resolve().parent
+        if not folder.is_dir():
+            parser.error(f"--out {args.out}: no such folder {folder}")
+        if args.out.is_dir():
+            parser.error(f"--out {args.out}: is a folder; name the report's file")
+        if not os.access(folder, os.W_OK):
+            parser.error(f"--out {args.out}: the folder {folder} is not writable")
     kinds = [k for k in args.perturb.split(",") if k]
     unknown = sorted(set(kinds) - set(SUITE_EDITS + CODE_EDITS))
     if unknown:
@@ -756,7 +855,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "golden":
             report = compare_golden(duels, args.batch, harness, referee)
         else:
-            report = compare(duels, args.steps, args.batch, harness, referee)
+            report = compare(duels, args.steps, args.batch, harness, referee, fusion)
         report["workload"] = {
             "problems": len(duels),
             "skipped_hanging": skipped,

@@ -168,6 +168,35 @@ def test_an_out_path_in_a_missing_folder_is_refused_before_any_work(
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_an_out_path_that_is_a_folder_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        _script().main(["--authors-repo", str(tmp_path), "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_book_difference_is_deviation_24_only_when_the_evaluated_books_agree(
+    sandbox: Sandbox,
+) -> None:
+    ca = _script()
+    fusion = ca.SandboxFusionStandIn(sandbox)
+    keys = ca.evaluated_keys(fusion, ["add(3, 4)", "add((3,)[0], 4)", "add(1 / 0, 2)", "f(b=2)"])
+    assert keys["add(3, 4)"] == keys["add((3,)[0], 4)"] == "add((3, 4), [])"
+    assert keys["add(1 / 0, 2)"] == "add(1 / 0, 2)"  # raises: keyed as written
+    assert keys["f(b=2)"] == "f((), [('b', 2)])"
+    # their book keeps two spellings of add(3, 4) apart; codea1's counts them as one entry
+    theirs = [("add(3, 4)", 2), ("add((3,)[0], 4)", 1), ("add(5, 6)", 1)]
+    ours = [("add(3, 4)", 3), ("add(5, 6)", 1)]
+    assert ca.explain_book("t/add", ours, theirs, set(), fusion).startswith("deviation 24")
+    # a count that differs after evaluation, or equal books in another order: unexplained
+    miscounted = [("add(3, 4)", 4), ("add(5, 6)", 1)]
+    assert ca.explain_book("t/add", miscounted, theirs, set(), fusion) == "unexplained"
+    assert ca.explain_book("t/add", list(reversed(ours)), ours, set(), fusion) == "unexplained"
+    assert ca.explain_book("t/add", miscounted, theirs, {"t/add"}, fusion).startswith("follows")
+
+
 def test_suite_and_code_edits() -> None:
     ca = _script()
     rng = np.random.default_rng(0)
