@@ -101,9 +101,10 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
     :class:`~codea1_env.problems.Problem`). At the end also: ``rewards``, ``reasons``, ``tests``
     (the kept tests as scored, with GT expectations), ``verdicts`` (per test: valid, passed,
     status, error), ``rejected`` (asserts that did not count, with reasons),
-    ``mistake_book_verdicts``, ``gt_pass_rate``, ``tester_reward_parts`` and, when the tester's
-    text held tests, ``n_kept`` and ``n_invalid`` (rule 3 of docs/deviations.md: the counts
-    ``R_val`` comes from).
+    ``mistake_book_verdicts``, ``gt_pass_rate`` and, when a suite was judged (every mode but
+    golden, also when the tester's text held no test: then both counts are 0),
+    ``tester_reward_parts``, ``n_kept`` and ``n_invalid`` (rule 3 of docs/deviations.md: the
+    counts ``R_val`` comes from).
 
     ## Arguments
 
