@@ -15,6 +15,11 @@ problems): per problem 2 codes (the canonical solution, and an answer without co
 solution, scored 0 without running) x 2 suites (scripted ``BoundaryTester`` seed 0 and
 ``RandomTester`` seed 1), 656 episodes; the vector env takes 16 problems per step
 (``num_envs=64``, ``group_size=4``, ``problem_ids``). Target: the single env >= 150 episodes/s.
+``--source humaneval --shape paper`` plays HumanEval in the paper's shape instead: per problem
+8 codes (the GT and AST mutants) x 8 suites (scripted testers, different seeds), the workload of
+``bench_referee.py`` (its ``make_workload``: the problems whose 64 duels finish without a call
+timeout, 154 of the 164 here; ``--problems`` caps the count), 64 episodes per problem; the vector
+env takes ``--groups`` problems per step (default 4: ``num_envs=256``, ``group_size=64``).
 
 Prints JSON: episodes/s and env steps/s for both, and the ratio (target: vector >= 5x single).
 ``cpu_per_episode`` gives each side's CPU per episode (this process, and the sandbox workers with
@@ -33,7 +38,7 @@ each job's child on demand (``LocalSandbox(prefork=False)``), interleaved with t
 reports the gain of forking the next child ahead (``prefork_gain``).
 
     python benchmarks/bench_env.py [--problems 6] [--source bank|humaneval] [--runs 3]
-        [--compare-prefork]
+        [--shape canonical|paper] [--groups N] [--compare-prefork]
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from gymnasium.vector.utils import batch_space
 if __name__ == "__main__":  # run as a script: the repository root holds ``benchmarks``
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.bench_referee import make_workload  # noqa: E402
 from benchmarks.metering import Meter  # noqa: E402
 from codea1_env.baselines.scripted import BoundaryTester, MutantCoder, RandomTester
 from codea1_env.envs.duel_env import CodeTestDuelEnv
@@ -84,6 +90,7 @@ def make_episodes(sandbox: Any, n_problems: int) -> list[tuple[Any, list[str], l
 
 
 HE_CODES, HE_SUITES, HE_GROUPS = 2, 2, 16
+HE_PROBLEMS, HE_PAPER_GROUPS = 164, 4  # --shape paper: every HumanEval problem that does not hang
 NO_CODE = "I cannot solve this one."
 
 
@@ -208,26 +215,58 @@ def _side(seconds: list[float], n_episodes: int) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--problems", type=int, default=6, help="bank problems (bank source)")
+    parser.add_argument(
+        "--problems",
+        type=int,
+        default=None,
+        help="problems to play: bank source 6 by default; with --shape paper at most this many "
+        "HumanEval problems (default: every one whose duels finish without a timeout)",
+    )
     parser.add_argument("--source", choices=("bank", "humaneval"), default="bank")
+    parser.add_argument(
+        "--shape",
+        choices=("canonical", "paper"),
+        default=None,
+        help="HumanEval episodes: canonical (2 codes x 2 suites, the default) or paper "
+        "(8 codes x 8 suites, as bench_referee.py); the bank source is always the paper's shape",
+    )
+    parser.add_argument(
+        "--groups",
+        type=int,
+        default=None,
+        help="problems per vector env step (default: 1 bank, 16 HumanEval canonical, 4 paper)",
+    )
     parser.add_argument("--runs", type=int, default=3, help="interleaved runs of both sides")
     parser.add_argument(
         "--compare-prefork",
         action="store_true",
         help="also time the single env on a sandbox without the spare child (prefork=False)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     humaneval = args.source == "humaneval"
+    shape = args.shape or ("canonical" if humaneval else "paper")
+    if not humaneval and shape != "paper":
+        parser.error("--shape canonical needs --source humaneval")
+    if args.problems is not None and args.problems < 1:
+        parser.error("--problems must be at least 1")
+    if args.groups is not None and args.groups < 1:
+        parser.error("--groups must be at least 1")
+    he_paper = humaneval and shape == "paper"
+    n_problems = args.problems or (HE_PROBLEMS if he_paper else 6)
+    groups = args.groups or (HE_PAPER_GROUPS if he_paper else HE_GROUPS if humaneval else 1)
+    skipped: list[str] = []
     plain_s: list[float] = []
     with LocalSandbox() as sandbox, contextlib.ExitStack() as stack:
         plain = stack.enter_context(LocalSandbox(prefork=False)) if args.compare_prefork else None
-        episodes = (
-            humaneval_episodes(sandbox) if humaneval else make_episodes(sandbox, args.problems)
-        )
+        if he_paper:
+            episodes, skipped, _ = make_workload(sandbox, n_problems)
+        elif humaneval:
+            episodes = humaneval_episodes(sandbox)
+        else:
+            episodes = make_episodes(sandbox, n_problems)
         n_episodes = sum(len(c) * len(s[0]) for _, c, s in episodes)
-        groups = HE_GROUPS if humaneval else 1
         # warm-up (page-in), untimed: every side once on the first step's episodes
         run_vector(sandbox, episodes[:groups], args.source, groups)
         for box in (sandbox, plain):
@@ -255,16 +294,24 @@ def main() -> None:
         isolation = str(sandbox.isolation())
     # rewards differ in detail: the single env's mistake book grows episode by episode,
     # the vector env's once per batch; the mean is reported as a sanity check.
-    workload = (
-        f"all {len(episodes)} HumanEval problems x {HE_CODES} codes (canonical, none) x "
-        f"{HE_SUITES} suites; vector: {groups} problems per step"
-        if humaneval
-        else f"{args.problems} problems x {CODES} codes x {SUITES} suites"
-    )
+    if he_paper:
+        workload = (
+            f"{len(episodes)} HumanEval problems x {CODES} codes (GT, AST mutants) x {SUITES} "
+            f"suites; vector: {groups} problems per step; skipped (a call timed out): "
+            f"{len(skipped)}"
+        )
+    elif humaneval:
+        workload = (
+            f"all {len(episodes)} HumanEval problems x {HE_CODES} codes (canonical, none) x "
+            f"{HE_SUITES} suites; vector: {groups} problems per step"
+        )
+    else:
+        workload = f"{n_problems} bank problems x {CODES} codes x {SUITES} suites"
     single, vector = _side(single_s, n_episodes), _side(vector_s, n_episodes)
     single_least, cores = _least_cpu(single_cpu), os.cpu_count() or 1
     result: dict[str, Any] = {
         "workload": workload,
+        "shape": shape,
         "episodes": n_episodes,
         "runs": args.runs,
         "single_env": single,
@@ -290,6 +337,8 @@ def main() -> None:
     }
     if humaneval:
         result["target_single_episodes_per_s"] = 150.0
+    if skipped:
+        result["skipped_problems"] = skipped
     if plain_s:
         result["single_env_no_prefork"] = _side(plain_s, n_episodes)
         result["prefork_gain"] = round(min(plain_s) / min(single_s), 2)  # best over best
