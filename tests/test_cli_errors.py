@@ -62,6 +62,22 @@ def test_bad_numbers_are_refused_by_the_parser(
     assert says in _fails(argv, capsys)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "--bogus-flag", "1"],
+        ["duel", "--bogus-flag", "1"],
+        ["report", "runs/x", "--bogus-flag", "1"],
+    ],
+)
+def test_a_misspelt_flag_gets_the_commands_own_usage(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _fails(argv, capsys)
+    assert f"usage: codea1 {argv[0]}" in err
+    assert f"codea1 {argv[0]}: error: unrecognized arguments: --bogus-flag 1" in err
+
+
 def test_missing_and_damaged_problem_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

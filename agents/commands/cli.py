@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, help_text) in _COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
         importlib.import_module(module).add_arguments(command)
-        command.set_defaults(_module=module)
+        command.set_defaults(_module=module, _parser=command)
     return parser
 
 
@@ -97,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``codea1 COMMAND: error: MESSAGE`` with exit status 2; ``CODEA1_TRACEBACK=1`` prints the
     traceback too. A missing optional dependency is one line too, naming the extra to install.
     """
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's own usage line, not the top-level one
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)
