@@ -27,9 +27,15 @@ def _run(source: str) -> str:
 
 
 def test_the_gymnasium_loop_prints_the_rewards_its_comment_gives() -> None:
-    block = _block('gym.make("CodeTestDuel-v0", source="bank")')
+    block = _block('print(info["rewards"])')
     (claimed,) = re.findall(r"# e\.g\. (\{'coder': [^}]*\})", block)
     assert _run(block).splitlines()[0] == claimed
+
+
+def test_the_custom_problem_snippet_runs_on_its_own_env() -> None:
+    block = _block('"problem_id": "bank/clamp"')
+    assert "gym.make(" in block and "env.close()" in block  # not the closed env of the loop
+    _run("import gymnasium as gym\nimport codea1_env\n" + block)
 
 
 @pytest.mark.requires("pettingzoo")
