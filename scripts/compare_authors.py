@@ -477,7 +477,7 @@ def _ours_top(book: InMemoryMistakeBook, qid: str) -> list[tuple[str, int]]:
 
 
 def _ours_all(book: InMemoryMistakeBook, qid: str) -> list[tuple[str, int]]:
-    return [(entry.call, int(entry.frequency)) for entry in book.top(qid, 1 << 30)]
+    return [(entry.call, int(entry.frequency)) for entry in book.entries(qid)]
 
 
 def marker_passes(passed: Sequence[bool]) -> int:
