@@ -5,13 +5,13 @@
 #   scripts/refresh_core_constraints.sh PYTHON [PYTHON...]    (e.g. python3.10 python3.13)
 #
 # For each interpreter: a fresh venv in a temporary directory, `pip install -e . pytest
-# pytest-timeout pettingzoo coverage scipy` without constraints (no torch: the extras that need it
-# are skipped by the tests), then `pip freeze --exclude-editable` with that interpreter's
-# python_version marker on every line. Review the diff, run .ci/other_pythons.sh, commit the file.
+# pytest-timeout pytest-xdist pettingzoo coverage scipy` without constraints (no torch: the extras
+# that need it are skipped by the tests), then `pip freeze --exclude-editable` with that
+# interpreter's python_version marker on every line. Review the diff, run .ci/other_pythons.sh, commit the file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$#" -ge 1 ] || { echo "usage: $0 PYTHON [PYTHON...]" >&2; exit 2; }
-TOOLS=(pytest pytest-timeout pettingzoo coverage scipy)
+TOOLS=(pytest pytest-timeout pytest-xdist pettingzoo coverage scipy)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 versions=()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -20,6 +21,22 @@ def pytest_configure(config: pytest.Config) -> None:
         "requires(*modules): skip unless these optional third-party modules are installed "
         "(they come with an extra: pip install 'codea1[train,dev]')",
     )
+
+
+if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ:
+    # One pytest-xdist worker per core (``-n auto``): each worker, and every process it starts,
+    # computes with one thread, so that two workers' torch ops do not share two cores four ways.
+    os.environ["OMP_NUM_THREADS"] = "1"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``slow`` tests first, each group in its collection order.
+
+    Under pytest-xdist (``-n auto``) the longest tests then start at once, and the other worker
+    takes the many short ones meanwhile, instead of one worker meeting a ten-minute test when the
+    rest is nearly done.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
