@@ -13,18 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MAIN=.venv/bin/python  # .ci/run's venv: Python 3.11 with every extra
 [ -x "$MAIN" ] || { echo "run .ci/run first (it builds .venv)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-saved=${CODEA1_CI_WORKLOAD:-}  # .ci/other_pythons.sh may have made the workload already
-
-if [ -n "$saved" ] && [ -s "$saved/workload.json" ] && [ -s "$saved/local.json" ]; then
-  echo "-- the workload and its verdicts on the local sandbox: made before, in $saved"
-  cp "$saved/workload.json" "$saved/local.json" "$work/"
-else
-  echo "-- the workload, and its verdicts on the local sandbox"
-  "$MAIN" scripts/compare_verdicts.py workload --problems 64 --out "$work/workload.json"
-  "$MAIN" scripts/compare_verdicts.py judge "$work/workload.json" --out "$work/local.json"
-fi
+. .ci/workload.sh
 
 # exit 3: no engine or image (SandboxUnavailable, as the Docker tests skip); any other failure to
 # start the backend is a bug and fails CI

@@ -62,20 +62,7 @@ if [ "$PREPARE" = 1 ]; then
   exit 0
 fi
 
-if [ -n "${CODEA1_CI_WORKLOAD:-}" ]; then
-  work=$CODEA1_CI_WORKLOAD
-  mkdir -p "$work"
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
-if [ -s "$work/workload.json" ] && [ -s "$work/local.json" ]; then
-  echo "-- the workload and its verdicts on $("$MAIN" -V): made before, in $work"
-else
-  echo "-- the workload, and its verdicts on $("$MAIN" -V)"
-  "$MAIN" scripts/compare_verdicts.py workload --problems 64 --out "$work/workload.json"
-  "$MAIN" scripts/compare_verdicts.py judge "$work/workload.json" --out "$work/local.json"
-fi
+. .ci/workload.sh
 
 ran=0
 for version in "${VERSIONS[@]}"; do
