@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -377,9 +378,24 @@ def test_each_start_records_what_it_runs_on(tmp_path: Path) -> None:
     assert first["python"] == platform.python_version() and first["device"] == "cpu"
     assert first["packages"]["torch"] == torch.__version__
     assert {"codea1", "transformers", "gymnasium", "numpy"} <= first["packages"].keys()
+    cpu = first["cpu"]  # the kernels a CPU run's arithmetic went through
+    assert cpu["model"] and cpu["cores"] == os.cpu_count()
+    assert cpu["torch_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert cpu["torch_threads"] == 1  # the nano preset's num_threads, set before the record
     sandbox = first["sandbox"]
     assert sandbox["backend"].startswith("local") and sandbox["python"] == platform.python_version()
     assert isinstance(sandbox["layers_off"], list)
+
+
+def test_the_cpu_model_is_read_from_cpuinfo_or_platform(tmp_path: Path) -> None:
+    from agents.training.environment import cpu_model
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Some CPU @ 2.0GHz\n\n")
+    assert cpu_model(info) == "Some CPU @ 2.0GHz"
+    info.write_text("processor\t: 0\nmodel name\t:\n")  # empty: the platform's answer
+    assert cpu_model(info) == (platform.processor() or platform.machine())
+    assert cpu_model(tmp_path / "missing") == (platform.processor() or platform.machine())
 
 
 def test_a_run_directory_holding_other_files_is_said(tmp_path: Path) -> None:

@@ -2,7 +2,10 @@
 
 A run's numbers depend on more than its config: the Python that runs the sandboxed programs
 decides some of their values (``sum()`` of floats changed in Python 3.12, see the README's
-Sandbox section), and the library versions decide the models' arithmetic. The trainer appends one
+Sandbox section), the library versions decide the models' arithmetic, and so does the CPU: torch
+picks its kernels by the instruction sets the processor has (AVX2, AVX-512, ...) and by its thread
+count, and other kernels round the same sums differently, so a CPU run repeats to the digit on one
+machine and not across processors (the README's tiny table). The trainer appends one
 record each time it starts, fresh or resumed, so a run resumed on another machine shows it;
 ``codea1 eval`` puts one record in ``eval.json`` (``"environment"``).
 """
@@ -11,7 +14,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,33 @@ def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     return found
 
 
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The processor's model name (Linux's ``/proc/cpuinfo``; else ``platform.processor()``)."""
+    try:
+        for line in cpuinfo.read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_record() -> dict[str, Any]:
+    """The CPU the run computes on: model, cores and, once torch is loaded, its kernels' level.
+
+    ``torch_capability`` (``torch.backends.cpu.get_cpu_capability()``: ``"AVX2"``,
+    ``"AVX512"``, ...) and ``torch_threads`` decide which kernels the models' CPU arithmetic
+    runs through; torch is not imported for them (absent when nothing loaded it).
+    """
+    record: dict[str, Any] = {"model": cpu_model(), "cores": os.cpu_count()}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        record["torch_capability"] = torch.backends.cpu.get_cpu_capability()
+        record["torch_threads"] = torch.get_num_threads()
+    return record
+
+
 def environment_record(step: int | None, device: str | None, scorer: Any) -> dict[str, Any]:
     """What this process runs on, starting at ``step``.
 
@@ -67,6 +99,7 @@ def environment_record(step: int | None, device: str | None, scorer: Any) -> dic
         python=platform.python_version(),
         platform=platform.platform(),
         packages=package_versions(),
+        cpu=cpu_record(),
         sandbox=sandbox,
     )
     if device is not None:
