@@ -71,3 +71,19 @@ def test_prompts_in_any_script_are_observed_as_written() -> None:
     for text in ("返回列表中最大的数。", "최댓값을 반환", "Вернуть максимум", "ℕ → ℝ, x ≤ y ∀ x"):
         assert clean_text(text, 100) == text and space["prompt"].contains(text)
     assert clean_text("ok \U0001f600 \x07", 100) == f"ok {REPLACEMENT} {REPLACEMENT}"
+
+
+def test_the_action_space_copies_cheaply_and_stays_a_plain_text_to_gymnasium() -> None:
+    from codea1_env.game.spaces import action_space
+
+    space = action_space(100)
+    assert isinstance(space, CharsetText)
+    assert space == spaces.Text(max_length=100, min_length=0, charset=space.character_set)
+    assert "TEXT_CHARSET" not in repr(space) and "abc" in repr(space)  # printed as gymnasium does
+    batched = batch_space(space, 8)
+    assert isinstance(batched, spaces.Tuple)
+    assert len({id(sub._char_index) for sub in batched}) == 1
+    batched.seed(0)
+    sample = batched.sample()
+    assert len(set(sample)) == 8 and batched.contains(sample)
+    assert not space.contains("\u00e9")  # printable ASCII only

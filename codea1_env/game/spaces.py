@@ -55,7 +55,9 @@ class CharsetText(spaces.Text):
     """
 
     def __repr__(self) -> str:
-        """Gymnasium's form with the charset summarized (printed whole, it is 55,000 characters)."""
+        """Gymnasium's form, :data:`TEXT_CHARSET` summarized (printed whole: 55,000 characters)."""
+        if self.character_set != _ALLOWED:
+            return super().__repr__()
         return (
             f"Text({self.min_length}, {self.max_length}, "
             f"charset=<{len(self.character_set)} characters: TEXT_CHARSET>)"
@@ -104,8 +106,13 @@ def observation_space() -> spaces.Dict:
 
 
 def action_space(max_chars: int = MAX_ACTION_CHARS) -> spaces.Text:
-    """Actions are text over printable ASCII (any string is still a legal move; see the env)."""
-    return spaces.Text(max_length=max_chars, min_length=0, charset=_ASCII_PRINTABLE)
+    """Actions are text over printable ASCII (any string is still a legal move; see the env).
+
+    A :class:`CharsetText`: ``batch_space`` copies it once per sub-env of a vector env, and a
+    plain ``Text`` copy walks its character index entry by entry (a 256-env vector env spent
+    about 0.1 s on it).
+    """
+    return CharsetText(max_length=max_chars, min_length=0, charset=_ASCII_PRINTABLE)
 
 
 def clean_text(text: str, limit: int) -> str:
