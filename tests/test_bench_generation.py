@@ -21,6 +21,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_tiny_cpu_run_reports_every_way_on_every_shape() -> None:
     done = _run("--shapes", "coder:2,tester:3", "--max-new-tokens", "3", "--repeats", "2")
     assert done.returncode == 0, done.stderr[-2000:]

@@ -375,6 +375,7 @@ def test_the_timeout_bounds_a_whole_reply() -> None:
         assert time.monotonic() - started < 1.5  # the reply alone takes 2 s
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_request_answers_it_and_exits_cleanly(model_dir: Path) -> None:
     """The process had aborted (SIGABRT) when it exited with a handler inside the model."""
     import time

@@ -394,6 +394,7 @@ def _rows(run_dir: Path) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("processes", [1, 2])
 def test_a_resumed_training_run_scores_as_the_uninterrupted_one(
@@ -424,6 +425,7 @@ def test_a_resumed_training_run_scores_as_the_uninterrupted_one(
     assert _rows(forgetful) != expected
 
 
+@pytest.mark.slow
 @needs_torch
 def test_a_damaged_history_file_stops_the_resume_naming_file_and_field(
     tmp_path: Path, scripted: None

@@ -63,6 +63,7 @@ def _played(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return played
 
 
+@pytest.mark.slow
 def test_the_trainer_plays_epochs_and_a_resume_continues_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

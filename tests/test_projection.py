@@ -175,6 +175,7 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "absent.json: cannot read it" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_real_bench_referee_report_projects(tmp_path: Path) -> None:
     """The keys the projection reads are the ones ``bench_referee.py`` writes (a tiny run)."""
     out = tmp_path / "referee.json"

@@ -297,6 +297,7 @@ def test_report_cli_smoothing_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPat
             parser.parse_args([str(run), "--smoothing", bad])
 
 
+@pytest.mark.slow
 @pytest.mark.requires("matplotlib", "torch", "transformers")
 def test_report_plays_duels_on_a_procedural_family_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

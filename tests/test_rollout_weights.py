@@ -176,6 +176,7 @@ def test_sampling_from_the_copy_is_seeded_and_well_formed() -> None:
     assert all(lp <= 0.0 for g in first for lp in g.logprobs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["code-a1", "self-play"])
 def test_the_trainer_samples_from_copies_it_refreshes(tmp_path: Path, mode: str) -> None:
     cfg = from_preset(

@@ -24,6 +24,8 @@ from codea1_env.sandbox.worker.plain import values_equal
 
 ray = pytest.importorskip("ray", reason="the Ray backend needs Ray: pip install 'codea1[ray]'")
 
+pytestmark = pytest.mark.slow  # a Ray cluster and its actors: seconds to minutes a test
+
 RAY_INIT = {"num_cpus": 2, "include_dashboard": False, "log_to_driver": False}
 FAST = Limits(call_timeout_s=1.0, setup_timeout_s=2.0, cpu_time_s=5.0, memory_mb=256)
 EXTRA = {"num_cpus": 0}

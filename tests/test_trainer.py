@@ -336,6 +336,7 @@ def test_lora_bf16_and_gradient_checkpointing_update(tmp_path: Path) -> None:
     assert result.steps == 1
 
 
+@pytest.mark.slow
 def test_referee_processes_give_the_same_run(tmp_path: Path) -> None:
     """Two referee processes (a RefereePool) score a run exactly as the one referee does."""
     rows = {}

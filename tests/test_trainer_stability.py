@@ -55,6 +55,7 @@ def test_micro_batches_never_mix_roles() -> None:
     assert sum(len(c) for c in chunks) == 9
 
 
+@pytest.mark.slow
 def test_short_run_with_every_stability_option(tmp_path: Path) -> None:
     cfg = from_preset(
         "nano",
