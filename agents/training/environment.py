@@ -70,7 +70,9 @@ def cpu_record() -> dict[str, Any]:
     record: dict[str, Any] = {"model": cpu_model(), "cores": os.cpu_count()}
     torch = sys.modules.get("torch")
     if torch is not None:
-        record["torch_capability"] = torch.backends.cpu.get_cpu_capability()
+        capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+        if callable(capability):  # torch >= 2.1
+            record["torch_capability"] = capability()
         record["torch_threads"] = torch.get_num_threads()
     return record
 
