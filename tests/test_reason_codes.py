@@ -198,3 +198,13 @@ def test_a_syntax_error_without_a_line_names_none() -> None:
     assert code is None and reason.startswith("syntax_error: ") and "None" not in reason
     code, reason = program_of("def f(:\n")  # the message itself differs between Pythons
     assert code is None and reason.startswith("syntax_error: line 1: ")
+
+
+@pytest.mark.filterwarnings("error")  # as a user's pytest config or -W error may set them
+def test_whether_a_program_parses_does_not_depend_on_the_warning_filters() -> None:
+    # an invalid escape: the compiler warns (DeprecationWarning; SyntaxWarning from 3.12), and
+    # under an "error" filter ast.parse would raise SyntaxError for a program that runs
+    program = 'def f(x):\n    return "a\\Vb" if x else x is 1\n'
+    assert program_of(program) == (program, "")
+    assert program_of(f"```python\n{program}```") == (program.rstrip("\n"), "")
+    assert reason_code(program_of("def f(:\n")[1]) == "syntax_error"  # a real one still is

@@ -11,7 +11,6 @@ the GT's mutants on the suites' calls.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import dataclasses
 import functools
@@ -30,7 +29,13 @@ from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
 from codea1_env.scoring.candidate_context import authors_program
 from codea1_env.scoring.quality import PassHistory, trivial_reason
 from codea1_env.scoring.rewards import RewardConfig
-from codea1_env.scoring.testcases import TestCase, extract_code, parse_io_pairs, parse_tests
+from codea1_env.scoring.testcases import (
+    TestCase,
+    extract_code,
+    parse_io_pairs,
+    parse_tests,
+    quiet_parse,
+)
 from codea1_env.stability import StabilityOptions
 
 __all__ = [
@@ -388,7 +393,7 @@ def program_of(text: Any) -> tuple[str | None, str]:
     if not code.strip():
         return None, "no_code"
     try:
-        ast.parse(code)
+        quiet_parse(code)  # the same answer under any warning filter (see quiet_parse)
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno is not None else ""  # NUL bytes: no line
         return None, f"syntax_error: {where}{exc.msg}"

@@ -103,6 +103,7 @@ __all__ = [
     "grade_suite",
     "parse_io_pairs",
     "parse_tests",
+    "quiet_parse",
 ]
 
 MAX_STATEMENT_CHARS = 4000
@@ -323,7 +324,7 @@ _INCOMPLETE_MARKERS = ("was never closed", "unexpected EOF", "unterminated tripl
 def _parse_chunk(source: str) -> tuple[ast.Module | None, bool]:
     """Parse one chunk; return ``(tree or None, whether the error looks like missing lines)``."""
     try:
-        return _quiet_parse(source), False
+        return quiet_parse(source), False
     except SyntaxError as exc:
         return None, any(marker in str(exc.msg) for marker in _INCOMPLETE_MARKERS)
     except _PARSE_ERRORS:
@@ -332,13 +333,20 @@ def _parse_chunk(source: str) -> tuple[ast.Module | None, bool]:
 
 def _try_parse(source: str) -> ast.Module | None:
     try:
-        return _quiet_parse(source)
+        return quiet_parse(source)
     except _PARSE_ERRORS:
         return None
 
 
-def _quiet_parse(source: str) -> ast.Module:
-    """:func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals)."""
+def quiet_parse(source: str) -> ast.Module:
+    r""":func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals).
+
+    Whether a model's text parses must not depend on the host's warning filters: under
+    ``-W error`` (or pytest's ``filterwarnings = error``) the compiler's ``DeprecationWarning``
+    or ``SyntaxWarning`` for an invalid escape such as ``"\V"`` would otherwise become a
+    :class:`SyntaxError`, and a program the sandbox runs would be scored as one that does not
+    parse.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(source)
