@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from codea1_env.mistake_book import InMemoryMistakeBook
@@ -264,3 +266,52 @@ def test_clear_text_caches_forgets_texts_and_the_problems_gt_tests(referee):
     assert plan_module._gt_tests.cache_info().misses > 0
     assert again.tester_rewards == first.tester_rewards
     assert again.gt_pass_rates == first.gt_pass_rates
+
+
+def test_the_verdicts_do_not_depend_on_the_host_warning_filters(sandbox):
+    """Every parse of model text ignores the compiler's warnings (``quiet_parse``).
+
+    Under ``-W error`` (or pytest's ``filterwarnings = error``) an invalid escape such as
+    ``"\\V"`` in a program, a call or an expected value made ``ast.parse`` raise, and the code
+    scored as a syntax error, or the test lost its literal or trivial-test handling.
+    """
+    import warnings
+
+    code = 'def f(x):\n    note = "a\\Vb"\n    return 1 if x > 10 else 0\n'
+    suite = "\n".join(
+        (
+            'assert f(len("\\V") + 7) == 0',  # an argument with an invalid escape
+            "assert f(11) == len('\\V') - 1",  # an expected value with one
+            "assert f(10) == 0",
+        )
+    )
+
+    def judged() -> list[Any]:
+        referee = Referee(
+            sandbox=sandbox, reward_config=RewardConfig(), mistake_book=InMemoryMistakeBook()
+        )
+        j = referee.judge(THRESHOLD, [code], [[suite]])
+        verdict = j.suites[0][0]
+        tests = [
+            (t.test, t.valid, t.passed, t.status, t.agrees_with_tester) for t in verdict.verdicts
+        ]
+        return [
+            j.compiled,
+            j.coder_rewards,
+            j.tester_rewards,
+            j.gt_pass_rates,
+            tests,
+            verdict.rejected,
+            verdict.parse_reason,
+            verdict.n_invalid,
+        ]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet = judged()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        strict = judged()
+    assert quiet[0] == (True,)  # it compiles: the escape is a warning, not an error
+    assert len(quiet[4]) == 3 and all(valid for _, valid, *_ in quiet[4])
+    assert strict == quiet

@@ -23,6 +23,8 @@ import ast
 import builtins
 from typing import Any
 
+from codea1_env.problems.pysource import quiet_parse
+
 __all__ = ["anonymize", "strip_docstrings"]
 
 _BUILTINS = frozenset(dir(builtins))
@@ -39,7 +41,7 @@ def anonymize(code: str, entry_point: str) -> str:
         The rewritten program, or ``code`` unchanged when it does not parse.
     """
     try:
-        tree = ast.parse(code)
+        tree = quiet_parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return code
     try:

@@ -9,8 +9,34 @@ code that does not parse covers them too, and the record is refused naming its f
 from __future__ import annotations
 
 import ast
+import warnings
+from typing import Literal, overload
 
-__all__ = ["parse_python"]
+__all__ = ["parse_python", "quiet_parse"]
+
+
+@overload
+def quiet_parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+
+
+@overload
+def quiet_parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+
+
+def quiet_parse(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Module | ast.Expression:
+    r""":func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals).
+
+    Whether a model's text parses, and into what, must not depend on the host's warning
+    filters: under ``-W error`` (or pytest's ``filterwarnings = error``) the compiler's
+    ``DeprecationWarning`` or ``SyntaxWarning`` for an invalid escape such as ``"\V"`` would
+    otherwise become a :class:`SyntaxError`, and a program the sandbox runs would be scored as
+    one that does not parse. Every parse of model or data-file text in scoring goes through it.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if mode == "eval":
+            return ast.parse(source, mode="eval")
+        return ast.parse(source)
 
 
 def parse_python(source: str) -> ast.Module:

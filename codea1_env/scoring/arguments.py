@@ -16,6 +16,7 @@ import ast
 import functools
 from typing import Any
 
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.sandbox.worker import plain
 from codea1_env.scoring.literal_grammar import is_literal_call, simple_value
 
@@ -77,7 +78,7 @@ def arguments_expression(call_source: str) -> str | None:
     if is_literal_call(call_source):
         return None
     try:
-        node = ast.parse(call_source, mode="eval").body
+        node = quiet_parse(call_source, "eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if not isinstance(node, ast.Call):

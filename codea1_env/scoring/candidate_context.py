@@ -32,6 +32,8 @@ import ast
 import functools
 import textwrap
 
+from codea1_env.problems.pysource import quiet_parse
+
 __all__ = ["CANDIDATE_CONTEXTS", "authors_program", "hoist_imports"]
 
 CANDIDATE_CONTEXTS = ("alone", "authors")
@@ -74,7 +76,7 @@ def hoist_imports(code: str) -> tuple[str, set[str], set[str]]:
     """
     hoister = _Hoister()
     try:
-        tree = hoister.visit(ast.parse(code))
+        tree = hoister.visit(quiet_parse(code))
         ast.fix_missing_locations(tree)
         return ast.unparse(tree), hoister.imports, hoister.functions
     except (SyntaxError, ValueError, RecursionError, MemoryError):

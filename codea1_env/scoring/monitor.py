@@ -84,6 +84,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.sandbox.base import CallStatus, JobResult
 from codea1_env.scoring.literal_grammar import is_canonical_expression
 from codea1_env.scoring.testcases import TestCase
@@ -295,7 +296,7 @@ def _scan_program(source: str) -> tuple[tuple[str, bool], ...]:
     """:func:`scan_program`, cached per source (a batch repeats programs: codes, mutants)."""
     found = {"early_exit": False, "kill_or_signal": False, "file_outside_scratch": False}
     try:
-        tree = ast.parse(source)
+        tree = quiet_parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError):
         return tuple(found.items())
     aliases: dict[str, tuple[str, str]] = {}
@@ -396,7 +397,7 @@ def scan_programs(
 
 def _calls_name(source: str, name: str) -> bool:
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = quiet_parse(source, "eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return name + "(" in source
     return any(
@@ -416,7 +417,7 @@ def _normal(source: str) -> str:
     if is_canonical_expression(source):
         return source
     try:
-        return unparse(ast.parse(source, mode="eval").body)
+        return unparse(quiet_parse(source, "eval").body)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source.strip()
 
@@ -483,7 +484,7 @@ def _reason_and_source(item: Any) -> tuple[str, str]:
 def _assert_test(source: str) -> str:
     """The tested expression of an ``assert`` line (the line itself when it does not parse)."""
     try:
-        tree = ast.parse(source.strip())
+        tree = quiet_parse(source.strip())
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return source
     if tree.body and isinstance(tree.body[0], ast.Assert):
@@ -513,7 +514,7 @@ def _normal_parts(expected: str, entry_point: str) -> set[str]:
     if entry_point not in expected:  # no call to it can be inside: skip the parse
         return set()
     try:
-        tree = ast.parse(expected, mode="eval")
+        tree = quiet_parse(expected, "eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.scoring.testcases import TestCase
 
 __all__ = ["PassHistory", "merge_states", "program_digest", "trivial_reason"]
@@ -41,7 +42,7 @@ def trivial_reason(case: TestCase, entry_point: str, prompt: str) -> str:
         prompt: The problem prompt (docstring examples are copied from here).
     """
     try:
-        expected = ast.parse(case.expected, mode="eval")
+        expected = quiet_parse(case.expected, "eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
     for node in ast.walk(expected):

@@ -62,10 +62,10 @@ from __future__ import annotations
 
 import ast
 import copy
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.scoring.canonical import canonical_cases
 from codea1_env.scoring.extraction import (
     PYTHON_TAGS,
@@ -336,20 +336,6 @@ def _try_parse(source: str) -> ast.Module | None:
         return quiet_parse(source)
     except _PARSE_ERRORS:
         return None
-
-
-def quiet_parse(source: str) -> ast.Module:
-    r""":func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals).
-
-    Whether a model's text parses must not depend on the host's warning filters: under
-    ``-W error`` (or pytest's ``filterwarnings = error``) the compiler's ``DeprecationWarning``
-    or ``SyntaxWarning`` for an invalid escape such as ``"\V"`` would otherwise become a
-    :class:`SyntaxError`, and a program the sandbox runs would be scored as one that does not
-    parse.
-    """
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source)
 
 
 def _segment(lines: list[str], node: ast.stmt) -> str:

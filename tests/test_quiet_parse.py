@@ -1,0 +1,69 @@
+"""Parsing model text answers the same under any warning filter.
+
+The compiler warns about an invalid escape such as ``"\\V"`` (``DeprecationWarning``;
+``SyntaxWarning`` from Python 3.12). Under ``-W error`` or pytest's ``filterwarnings = error``
+that warning becomes a :class:`SyntaxError`; every parse of model text goes through
+:func:`codea1_env.problems.pysource.quiet_parse`, so each site below answers as it does under
+the default filters. Each check runs under the ``error`` filter and compares with the answer
+the site gives to the same text without the escape.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from codea1_env.game.anonymize import anonymize
+from codea1_env.problems.pysource import quiet_parse
+from codea1_env.scoring.arguments import arguments_expression
+from codea1_env.scoring.candidate_context import hoist_imports
+from codea1_env.scoring.monitor import scan_program
+from codea1_env.scoring.plan import program_of
+from codea1_env.scoring.quality import trivial_reason
+from codea1_env.scoring.testcases import parse_tests
+
+pytestmark = pytest.mark.filterwarnings("error")
+
+ESCAPE = '"\\V"'  # the source text "\V": an invalid escape, two characters at run time
+
+
+def test_the_compiler_warns_here_and_quiet_parse_does_not() -> None:
+    with pytest.raises(SyntaxError):
+        ast.parse(f"x = {ESCAPE}")  # the filter this module runs under
+    assert isinstance(quiet_parse(f"x = {ESCAPE}"), ast.Module)
+    assert isinstance(quiet_parse(f"len({ESCAPE})", "eval"), ast.Expression)
+    with pytest.raises(SyntaxError):
+        quiet_parse("def f(:")  # a real syntax error still is one
+
+
+def test_a_program_with_the_escape_runs() -> None:
+    program = f"def f(x):\n    return {ESCAPE} if x else x\n"
+    assert program_of(program) == (program, "")
+
+
+def test_the_shown_program_is_anonymized() -> None:
+    plain = anonymize("def f(x):\n    secret_name = 'ab'\n    return x\n", "f")
+    escaped = anonymize(f"def f(x):\n    secret_name = {ESCAPE}\n    return x\n", "f")
+    assert "secret_name" not in plain and "secret_name" not in escaped
+
+
+def test_imports_are_hoisted() -> None:
+    rest, imports, functions = hoist_imports(f"import math\ndef g():\n    return {ESCAPE}\n")
+    assert "import math" not in rest and imports and functions == {"g"}
+
+
+def test_the_monitor_sees_an_early_exit() -> None:
+    assert scan_program(f"import os\nx = {ESCAPE}\nos._exit(0)\n")["early_exit"]
+
+
+def test_arguments_that_need_running_are_recognized() -> None:
+    assert arguments_expression(f"f(len({ESCAPE}))") is not None
+    assert arguments_expression("f(len('ab'))") is not None
+
+
+def test_a_trivial_test_is_caught() -> None:
+    (case,) = parse_tests(f"assert f({ESCAPE}) == f({ESCAPE})", "f").cases
+    (plain,) = parse_tests("assert f('ab') == f('ab')", "f").cases
+    assert trivial_reason(plain, "f", "")
+    assert trivial_reason(case, "f", "") == trivial_reason(plain, "f", "")
