@@ -67,3 +67,9 @@ def test_a_trivial_test_is_caught() -> None:
     (plain,) = parse_tests("assert f('ab') == f('ab')", "f").cases
     assert trivial_reason(plain, "f", "")
     assert trivial_reason(case, "f", "") == trivial_reason(plain, "f", "")
+
+
+def test_a_data_files_code_parses() -> None:
+    from codea1_env.problems.pysource import parse_python
+
+    assert isinstance(parse_python(f"def f():\n    return {ESCAPE}\n"), ast.Module)

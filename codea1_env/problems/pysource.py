@@ -30,7 +30,8 @@ def quiet_parse(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Modu
     filters: under ``-W error`` (or pytest's ``filterwarnings = error``) the compiler's
     ``DeprecationWarning`` or ``SyntaxWarning`` for an invalid escape such as ``"\V"`` would
     otherwise become a :class:`SyntaxError`, and a program the sandbox runs would be scored as
-    one that does not parse. Every parse of model or data-file text in scoring goes through it.
+    one that does not parse. The referee's parses of model text and :func:`parse_python` (data
+    files' code) go through it.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -46,6 +47,6 @@ def parse_python(source: str) -> ast.Module:
         SyntaxError: ``source`` does not parse, or nests too deeply to parse.
     """
     try:
-        return ast.parse(source)
+        return quiet_parse(source)  # a data file's code parses the same under any warning filter
     except (RecursionError, MemoryError):
         raise SyntaxError("nested too deeply to parse") from None

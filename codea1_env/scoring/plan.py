@@ -25,17 +25,12 @@ from typing import Any
 
 from codea1_env.mistake_book import BookEntry, MistakeBook
 from codea1_env.problems.problem import IOPair, Problem
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.sandbox.base import CallResult, CallStatus, Job, Limits
 from codea1_env.scoring.candidate_context import authors_program
 from codea1_env.scoring.quality import PassHistory, trivial_reason
 from codea1_env.scoring.rewards import RewardConfig
-from codea1_env.scoring.testcases import (
-    TestCase,
-    extract_code,
-    parse_io_pairs,
-    parse_tests,
-    quiet_parse,
-)
+from codea1_env.scoring.testcases import TestCase, extract_code, parse_io_pairs, parse_tests
 from codea1_env.stability import StabilityOptions
 
 __all__ = [

@@ -103,7 +103,6 @@ __all__ = [
     "grade_suite",
     "parse_io_pairs",
     "parse_tests",
-    "quiet_parse",
 ]
 
 MAX_STATEMENT_CHARS = 4000
