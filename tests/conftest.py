@@ -29,14 +29,72 @@ if os.environ.get("PYTEST_XDIST_WORKER") and "OMP_NUM_THREADS" not in os.environ
     os.environ["OMP_NUM_THREADS"] = "1"
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``slow`` tests first, each group in its collection order.
+SLOW_DEFAULT_SECONDS = 30.0
+"""The estimate of a ``slow`` test that gives none (``pytest.mark.slow(seconds=...)``)."""
 
-    Under pytest-xdist (``-n auto``) the longest tests then start at once, and the other worker
-    takes the many short ones meanwhile, instead of one worker meeting a ten-minute test when the
-    rest is nearly done.
+
+def estimated_seconds(item: pytest.Item) -> float:
+    """A test's expected duration for ordering: its ``slow`` mark's ``seconds``, else 0."""
+    mark = item.get_closest_marker("slow")
+    if mark is None:
+        return 0.0
+    return float(mark.kwargs.get("seconds", SLOW_DEFAULT_SECONDS))
+
+
+def worksteal_chunk_sizes(count: int, workers: int) -> list[int]:
+    """How pytest-xdist's ``worksteal`` first splits ``count`` tests among ``workers``.
+
+    Each idle worker in turn takes the first ``remaining // workers_left`` of the tests left, in
+    order; later it steals from the end of the longest queue.
     """
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    sizes = []
+    remaining = count
+    for left in range(workers, 0, -1):
+        sizes.append(remaining // left)
+        remaining -= sizes[-1]
+    return sizes
+
+
+def longest_first(items: list[pytest.Item], workers: int, dist: str) -> list[pytest.Item]:
+    """The tests in the order that starts the longest ones first on every worker.
+
+    Alone, or under a scheduler that hands out tests in collection order (``load``), the
+    ``slow`` tests come first, longest first. Under ``worksteal``, which cuts the collection into
+    one contiguous block per worker, the slow tests are dealt longest first to the block with the
+    least estimated work (so the learning test and the next longest start together on two
+    workers instead of one after the other on the first), each block starting with its own.
+    """
+    slow = sorted(
+        (item for item in items if estimated_seconds(item) > 0),
+        key=lambda item: -estimated_seconds(item),
+    )
+    fast = [item for item in items if estimated_seconds(item) == 0]
+    if workers <= 1 or dist != "worksteal":
+        return slow + fast
+    sizes = worksteal_chunk_sizes(len(items), workers)
+    blocks: list[list[pytest.Item]] = [[] for _ in sizes]
+    load = [0.0] * len(sizes)
+    for item in slow:
+        open_blocks = [i for i, size in enumerate(sizes) if len(blocks[i]) < size]
+        target = min(open_blocks, key=lambda i: (load[i], i))
+        blocks[target].append(item)
+        load[target] += estimated_seconds(item)
+    rest = iter(fast)
+    for block, size in zip(blocks, sizes):
+        block.extend(next(rest) for _ in range(size - len(block)))
+    return [item for block in blocks for item in block]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``slow`` tests first, longest first, each group otherwise in collection order.
+
+    Under pytest-xdist (``-n auto``) the longest tests then start at once, one per worker, and
+    the other workers take the many short ones meanwhile, instead of one worker meeting a
+    ten-minute test when the rest is nearly done.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    dist = str(getattr(config.option, "dist", "no"))
+    items[:] = longest_first(items, workers, dist)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

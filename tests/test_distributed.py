@@ -38,7 +38,7 @@ import torch
 from agents.training.config import from_preset
 from agents.training.distributed import SINGLE, NullMetricsLogger, from_environment
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=60)
 
 TRAIN = [
     "-m",

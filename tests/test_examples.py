@@ -81,7 +81,7 @@ def test_duel_cli_in_golden_mode_counts_what_the_gt_tests_catch() -> None:
     assert "caught by a test 0/2" in summary(rows)  # no suite failed them
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=120)
 @pytest.mark.requires("torch", "transformers")
 def test_reproduce_paper_table_smoke(tmp_path: Path) -> None:
     out_dir = tmp_path / "paper_table"

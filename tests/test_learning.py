@@ -50,7 +50,7 @@ from agents.training.config import from_preset
 from agents.training.trainer import Trainer
 from codea1_env.problems import ProceduralSource
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=600)
 
 SEEDS = (0, 1, 2, 3, 4)
 """Five seeds: with three, the tester's reward beat the control on every seed (+0.021, +0.081,

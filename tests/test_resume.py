@@ -26,7 +26,7 @@ import torch
 from agents.training.checkpoint import latest_checkpoint
 from agents.training.metrics import read_metrics
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=60)
 
 STEPS = 6
 
