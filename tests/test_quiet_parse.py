@@ -73,3 +73,52 @@ def test_a_data_files_code_parses() -> None:
     from codea1_env.problems.pysource import parse_python
 
     assert isinstance(parse_python(f"def f():\n    return {ESCAPE}\n"), ast.Module)
+
+
+def test_a_gt_with_the_escape_or_an_is_literal_gets_its_mutants() -> None:
+    from codea1_env.scoring.mutation import generate_mutants
+
+    plain = generate_mutants("def f(x):\n    s = 'ab'\n    return x + 1 if x is not None else 0\n")
+    escaped = generate_mutants(
+        f"def f(x):\n    s = {ESCAPE}\n    return x + 1 if x is not None else 0\n"
+    )
+    assert plain and len(escaped) == len(plain)
+    # ``x is 1`` makes the compiler itself warn (SyntaxWarning), past the parse.
+    literal = generate_mutants("def f(x):\n    return x + 1 if x is 1 else 0\n")
+    assert len(literal) == len(generate_mutants("def f(x):\n    return x + 1 if x == 1 else 0\n"))
+
+
+def test_the_scripted_testers_read_the_inputs() -> None:
+    from codea1_env.baselines.inputs import input_hints
+    from codea1_env.problems.problem import Problem
+
+    def hints(literal: str) -> object:
+        problem = Problem(
+            task_id="t/escape",
+            prompt="def f(x: int) -> int:\n",
+            entry_point="f",
+            canonical_solution=f"def f(x: int) -> int:\n    s = {literal}\n    return x\n",
+            tests=(f"assert f(3) == 3 and {literal}",),
+        )
+        code = f"def f(x):\n    s = {literal}\n    return 7 if x > 12 else x\n"
+        return input_hints(problem, code)
+
+    assert hints(ESCAPE) == hints("'ab'")
+    assert hints(ESCAPE).compared == (12,)  # type: ignore[attr-defined]
+
+
+def test_the_warm_start_targets_lose_their_docstrings() -> None:
+    pytest.importorskip("torch", reason="needs the train extra: pip install 'codea1[train]'")
+    from agents.training.roles import strip_docstrings
+
+    program = f'def f():\n    """Doc."""\n    return {ESCAPE}\n'
+    assert "Doc." not in strip_docstrings(program)
+    assert strip_docstrings("def f(:\n") == "def f(:\n"  # unparsable: unchanged
+
+
+def test_coverage_analyzes_the_program() -> None:
+    from codea1_env.evaluation.coverage import analyze_program
+
+    escaped = analyze_program(f"def f(x):\n    if x is 1:\n        return {ESCAPE}\n    return x\n")
+    plain = analyze_program("def f(x):\n    if x == 1:\n        return 'ab'\n    return x\n")
+    assert escaped == plain

@@ -34,6 +34,7 @@ from codea1_env.game.anonymize import strip_docstrings as strip_tree_docstrings
 from codea1_env.game.duel import Duel, answer_for
 from codea1_env.game.spaces import observe
 from codea1_env.problems.problem import Problem
+from codea1_env.problems.pysource import parse_python
 from codea1_env.scoring.mutation import MutantCache
 
 __all__ = ["RolePolicies", "sampling_params", "strip_docstrings"]
@@ -81,8 +82,8 @@ def strip_docstrings(program: str) -> str:
     :func:`codea1_env.game.anonymize.strip_docstrings` with ``functions_only=True``.
     """
     try:
-        tree = ast.parse(program)
-    except SyntaxError:
+        tree = parse_python(program)
+    except SyntaxError:  # nesting too deep to parse included
         return program
     return ast.unparse(strip_tree_docstrings(tree, functions_only=True))
 

@@ -6,7 +6,8 @@ random values shaped like the examples. Stdio problems: copies of the GT inputs 
 tokens shifted or redrawn.
 
 Everything read here (the GT program, the GT tests, the candidate's code) is untrusted text and
-is only parsed: :func:`ast.parse` and :func:`ast.literal_eval`, never executed in this process.
+is only parsed (:func:`~codea1_env.problems.pysource.quiet_parse` and :func:`ast.literal_eval`),
+never executed in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from codea1_env.problems.problem import Problem
+from codea1_env.problems.pysource import quiet_parse
 from codea1_env.sandbox.worker.plain import is_plain, to_source
 from codea1_env.scoring.extraction import extract_code
 
@@ -63,7 +65,7 @@ def _example_calls(problem: Problem) -> list[ScriptedCall]:
     calls: list[ScriptedCall] = []
     for test in problem.tests:
         try:
-            tree = ast.parse(test)
+            tree = quiet_parse(test)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
         for node in ast.walk(tree):
@@ -98,7 +100,7 @@ _ANNOTATION_DEFAULTS: dict[str, Any] = {
 def _parameters(program: str, entry_point: str) -> tuple[list[ast.arg], int]:
     """Return the entry point's positional parameters (no ``self``) and how many are required."""
     try:
-        tree = ast.parse(program)
+        tree = quiet_parse(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [], 0
     for node in ast.walk(tree):
@@ -129,7 +131,7 @@ def _comparison_constants(code: str) -> tuple[list[int], dict[str, list[int]]]:
     The second result maps the name ``x`` (``""`` when it is not a plain name) to its constants.
     """
     try:
-        tree = ast.parse(code)
+        tree = quiet_parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return [], {}
     values: list[int] = []

@@ -95,6 +95,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from codea1_env.evaluation.coverage_arcs import Arc, ArcFinder, statement_nodes
+from codea1_env.problems.pysource import quiet_compile, quiet_parse
 from codea1_env.sandbox.base import Job, Limits
 
 __all__ = [
@@ -247,8 +248,8 @@ def analyze_program(source: str, filename: str = "<solution>") -> ProgramModel:
         tokenize.TokenError: it does not tokenize.
         RecursionError, MemoryError: it is too deeply nested to analyze.
     """
-    tree = ast.parse(source, filename)
-    code = compile(tree, filename, "exec", dont_inherit=True)
+    tree = quiet_parse(source, filename=filename)  # the same under any host warning filter
+    code = quiet_compile(tree, filename)
     multiline = _multiline_map(source)
     # A module with no statement has none to cover; Python 3.10 still puts its implicit
     # ``return None`` on line 1 (coverage.py, too, reads no bytecode for such a file).

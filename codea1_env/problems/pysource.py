@@ -9,35 +9,58 @@ code that does not parse covers them too, and the record is refused naming its f
 from __future__ import annotations
 
 import ast
+import types
 import warnings
 from typing import Literal, overload
 
-__all__ = ["parse_python", "quiet_parse"]
+__all__ = ["parse_python", "quiet_compile", "quiet_parse"]
 
 
 @overload
-def quiet_parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+def quiet_parse(
+    source: str, mode: Literal["exec"] = "exec", filename: str = "<unknown>"
+) -> ast.Module: ...
 
 
 @overload
-def quiet_parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+def quiet_parse(
+    source: str, mode: Literal["eval"], filename: str = "<unknown>"
+) -> ast.Expression: ...
 
 
-def quiet_parse(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.Module | ast.Expression:
+def quiet_parse(
+    source: str, mode: Literal["exec", "eval"] = "exec", filename: str = "<unknown>"
+) -> ast.Module | ast.Expression:
     r""":func:`ast.parse` without the compiler's warnings (invalid escapes, ``is`` literals).
 
     Whether a model's text parses, and into what, must not depend on the host's warning
     filters: under ``-W error`` (or pytest's ``filterwarnings = error``) the compiler's
     ``DeprecationWarning`` or ``SyntaxWarning`` for an invalid escape such as ``"\V"`` would
     otherwise become a :class:`SyntaxError`, and a program the sandbox runs would be scored as
-    one that does not parse. The referee's parses of model text and :func:`parse_python` (data
-    files' code) go through it.
+    one that does not parse. The referee's parses of model text, the GT's mutants, the scripted
+    testers' inputs, coverage analysis and :func:`parse_python` (data files' code) go through it
+    (and :func:`quiet_compile`, where the compiler runs too).
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if mode == "eval":
-            return ast.parse(source, mode="eval")
-        return ast.parse(source)
+            return ast.parse(source, filename, mode="eval")
+        return ast.parse(source, filename)
+
+
+def quiet_compile(source: str | ast.Module, filename: str) -> types.CodeType:
+    """:func:`compile` (``exec`` mode, no inherited future flags) without the compiler's warnings.
+
+    The compiler warns on its own, past the parse (``x is 1``: a :class:`SyntaxWarning`), so
+    whether a program compiles is decided under the same rule as :func:`quiet_parse`.
+
+    Raises:
+        SyntaxError, ValueError: ``source`` does not compile (ValueError: NUL bytes).
+        RecursionError, MemoryError: it nests too deeply to compile.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(source, filename, "exec", dont_inherit=True)
 
 
 def parse_python(source: str) -> ast.Module:

@@ -59,6 +59,8 @@ from typing import Any
 
 import numpy as np
 
+from codea1_env.problems.pysource import quiet_compile, quiet_parse
+
 __all__ = [
     "OPERATORS",
     "Mutant",
@@ -414,7 +416,7 @@ def _function_body_sites(node: ast.AST) -> Iterator[MutationSite]:
 
 def _compiles(source: str) -> bool:
     try:
-        compile(source, "<mutant>", "exec", dont_inherit=True)
+        quiet_compile(source, "<mutant>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
@@ -430,7 +432,7 @@ def _resolve(operators: Sequence[str] | None) -> tuple[str, ...]:
 
 def _all_mutants(program: str, names: tuple[str, ...]) -> list[Mutant]:
     try:
-        tree = ast.parse(program)
+        tree = quiet_parse(program)
         original = ast.unparse(tree)
         sites = list(_function_body_sites(tree))
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
