@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agents.commands import report_cli
+from agents.evaluation.plots import is_report_plot
 from agents.evaluation.report import (
     broke_the_code,
     ema,
@@ -140,6 +141,10 @@ def test_report_into_a_reused_folder_counts_and_keeps_only_its_own_plots(
     assert report_cli.run(parser.parse_args([str(full), "--duels", "0", "--out", str(out)])) == 0
     assert "6 plots" in capsys.readouterr().out
     (out / "notes.png").write_bytes(b"not ours")  # a file of the user's is left alone
+    kept = sorted(out.glob("*.png"))[0]  # and one the user saved over a plot's name
+    assert kept.name != "rewards.png" and is_report_plot(kept)
+    kept.write_bytes(PNG_MAGIC + b"the user's own figure")
+    assert not is_report_plot(kept)
     small = tmp_path / "small"
     small.mkdir()
     rows = [{"step": s, "coder/reward": s / 10} for s in (1, 3, 5)]
@@ -150,7 +155,10 @@ def test_report_into_a_reused_folder_counts_and_keeps_only_its_own_plots(
             report_cli.run(parser.parse_args([str(small), "--duels", "0", "--out", str(out)])) == 0
         )
     assert "1 plots" in capsys.readouterr().out
-    assert sorted(p.name for p in out.glob("*.png")) == ["notes.png", "rewards.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(
+        ["notes.png", "rewards.png", kept.name]
+    )  # the earlier report's other plots are gone
+    assert kept.read_bytes().endswith(b"the user's own figure")
     said = [str(w.message) for w in caught if "metrics.jsonl:3" in str(w.message)]
     assert len(said) == 1, said  # the bad line is reported once, not once per read of the run
 

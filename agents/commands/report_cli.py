@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``codea1 report``; returns 2 when the run directory is not usable."""
     from agents.commands.argtypes import check_output
-    from agents.evaluation.plots import PLOTS
+    from agents.evaluation.plots import PLOTS, is_report_plot
     from agents.evaluation.report import load_run, monitor_flags, write_report
 
     try:
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"codea1 report: error: {exc}", file=sys.stderr)
         return 2
     flags = monitor_flags(data.rows)
-    plots = [stem for stem, *_ in PLOTS if (page.parent / f"{stem}.png").is_file()]
+    plots = [stem for stem, *_ in PLOTS if is_report_plot(page.parent / f"{stem}.png")]
     print(f"wrote {page} and {len(plots)} plots in {page.parent}")
     if flags:
         print("monitor flags: " + ", ".join(f"{k}={v:g}" for k, v in flags.items()))

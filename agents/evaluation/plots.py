@@ -22,7 +22,9 @@ __all__ = [
     "LINE_STYLES",
     "MONITOR_TOTALS",
     "PLOTS",
+    "PLOT_SOFTWARE",
     "ema",
+    "is_report_plot",
     "plot_keys",
     "plot_run",
     "series_style",
@@ -30,6 +32,11 @@ __all__ = [
 
 DEFAULT_SMOOTHING = 0.6
 """TensorBoard's default smoothing weight."""
+
+PLOT_SOFTWARE = "codea1 report"
+"""The PNG ``Software`` text of every plot :func:`plot_run` writes (see :func:`is_report_plot`)."""
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 PLOTS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("rewards", "Rewards", ("coder/reward", "tester/reward"), "reward"),
@@ -247,7 +254,36 @@ def plot_run(
         legend.get_title().set_fontsize(7)
         fig.tight_layout()
         path = out / f"{stem}.png"
-        fig.savefig(path)
+        fig.savefig(path, metadata={"Software": PLOT_SOFTWARE})
         plt.close(fig)
         written[stem] = path
     return written
+
+
+def is_report_plot(path: str | Path) -> bool:
+    """Whether ``path`` is a PNG that :func:`plot_run` wrote (its ``Software`` text chunk).
+
+    A report removes an earlier report's plot that the new run has no data for; a file of the
+    user's that only bears a plot's name (``rewards.png``) is not one and is kept. The chunks
+    before the image data are read, nothing else; an unreadable file is not a plot.
+    """
+    try:
+        with open(path, "rb") as file:
+            if file.read(8) != _PNG_SIGNATURE:
+                return False
+            while True:
+                header = file.read(8)
+                if len(header) < 8:
+                    return False
+                length, kind = int.from_bytes(header[:4], "big"), header[4:]
+                if kind == b"IDAT" or length > 1 << 20:
+                    return False
+                data = file.read(length)
+                file.read(4)  # the chunk's CRC
+                if kind == b"tEXt" and data.partition(b"\0")[::2] == (
+                    b"Software",
+                    PLOT_SOFTWARE.encode("latin-1"),
+                ):
+                    return True
+    except OSError:
+        return False

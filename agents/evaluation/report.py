@@ -47,7 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agents.evaluation.plots import DEFAULT_SMOOTHING, MONITOR_TOTALS, PLOTS, ema, plot_run
+from agents.evaluation.plots import (
+    DEFAULT_SMOOTHING,
+    MONITOR_TOTALS,
+    PLOTS,
+    ema,
+    is_report_plot,
+    plot_run,
+)
 from agents.training.checkpoint import CheckpointError
 from agents.training.heldout_eval import CROSS_ROWS, SUMMARY_ROWS
 from agents.training.metrics import read_metrics
@@ -451,6 +458,10 @@ def write_report(
 ) -> Path:
     """Write the PNG plots and ``report.html`` for a run; returns the HTML path.
 
+    An earlier report's plot in ``out_dir`` that this run has no data for is removed; any other
+    file is left alone, one of the user's that bears a plot's name included
+    (:func:`~agents.evaluation.plots.is_report_plot`).
+
     Args:
         run_dir: The run directory, or a run :func:`load_run` has read already (it is not read
             again; example duels played for the report are stored in its ``duels``).
@@ -491,8 +502,9 @@ def write_report(
         for made in sorted(staging.iterdir(), key=lambda path: path.name == "report.html"):
             os.replace(made, out / made.name)
         for stem, *_ in PLOTS:  # an earlier report's plot this run has no data for
-            if stem not in plots:
-                (out / f"{stem}.png").unlink(missing_ok=True)
+            stale = out / f"{stem}.png"
+            if stem not in plots and is_report_plot(stale):  # a user's file of that name stays
+                stale.unlink(missing_ok=True)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out / "report.html"
