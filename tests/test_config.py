@@ -180,6 +180,23 @@ def test_flat_overrides_merge_into_the_sections() -> None:
     assert TrainConfig().value("limits.memory_mb") == 1024
 
 
+def test_a_field_given_twice_with_two_values_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"call_timeout_s=5\.0 and limits\.call_timeout_s=6\.0"):
+        from_preset("nano", limits={"call_timeout_s": 6.0}, call_timeout_s=5.0)
+    both = {"stability": {"curriculum_schedule": {"start": 0.5}}, "curriculum_start": 0.4}
+    with pytest.raises(ValueError, match=r"stability\.curriculum_schedule\.start=0\.5"):
+        TrainConfig.from_dict(both)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(both), encoding="utf-8")
+    with pytest.raises(ValueError, match="config.json: .*curriculum_start=0.4"):
+        TrainConfig.load(path)
+    # one value given both ways, or a flat key over the section's default, is no conflict
+    same = {"limits": {"call_timeout_s": 1}, "call_timeout_s": 1.0, "lora_target_modules": ["q"]}
+    assert TrainConfig.from_dict(same).limits.call_timeout_s == 1.0
+    over_default = {"stability": {"curriculum_schedule": {"start": 0.3}}, "curriculum_start": 0.4}
+    assert TrainConfig.from_dict(over_default).stability.curriculum_schedule.start == 0.4
+
+
 @pytest.mark.parametrize(
     ("values", "named"),
     [

@@ -216,12 +216,14 @@ def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
 
     The one mapping from the flat names (the flags, preset overrides, the top-level keys of a
     ``config.json`` written before the nesting) to the nested layout. Sections given as
-    objects become dicts of their fields; a flat key wins over the same field given in a
-    section of the same ``data``. Other keys are copied as they are (unknown ones included:
-    :meth:`TrainConfig.from_dict` names them).
+    objects become dicts of their fields. A flat key overrides its field's default in a section
+    of the same ``data`` (``limits=Limits(memory_mb=256), call_timeout_s=1.0``), but two values
+    given for one field are refused, not silently resolved. Other keys are copied as they are
+    (unknown ones included: :meth:`TrainConfig.from_dict` names them).
 
     Raises:
-        ValueError: a flat key whose section is given as something other than an object.
+        ValueError: a flat key whose section is given as something other than an object, or a
+            field given both flat and in its section with two values, neither its default.
 
     """
     flat = nested_fields()
@@ -240,8 +242,36 @@ def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
                     f"TrainConfig.{where} = {child!r} is invalid: expected an object of its fields"
                 )
             node = child
+        if (
+            leaf in node
+            and not _same_value(node[leaf], value)
+            and not _same_value(node[leaf], _field_default(flat[key]))
+        ):
+            dotted = ".".join(flat[key].path)
+            raise ValueError(
+                f"TrainConfig: {key}={value!r} and {dotted}={node[leaf]!r} are the same field "
+                "given twice with two values; give it once"
+            )
         node[leaf] = value
     return out
+
+
+def _field_default(leaf: NestedField) -> Any:
+    """The default of a nested field in its owner dataclass (``MISSING`` when it has none)."""
+    for item in dataclasses.fields(leaf.owner):
+        if item.name == leaf.path[-1]:
+            if item.default is not dataclasses.MISSING:
+                return item.default
+            if item.default_factory is not dataclasses.MISSING:
+                return item.default_factory()
+    return dataclasses.MISSING
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal as config values: a JSON list equals the tuple it stands for."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    return bool(a == b)
 
 
 def merge_config_dicts(*layers: Mapping[str, Any]) -> dict[str, Any]:
