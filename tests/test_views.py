@@ -331,22 +331,39 @@ def test_human_mode_prints_on_reset_and_step_in_every_gymnasium_view(sandbox, ca
         env.close()
 
 
-def test_async_vector_env_without_shared_memory_sees_what_sync_sees():
-    """The README's advice for vectorization_mode="async" (Gymnasium reads Text spaces out of
-    shared memory once, at construction: with it every prompt would be filler)."""
+@pytest.mark.parametrize(
+    "vector_kwargs",
+    [{}, {"shared_memory": False}, {"copy": False}],
+    ids=["shared-memory", "pipes", "shared-memory-no-copy"],
+)
+def test_async_vector_env_sees_what_sync_sees_at_every_step(vector_kwargs):
+    """Gymnasium's own shared-memory reader decodes ``Text`` once, at construction: every prompt
+    and code after it would be blank filler (``codea1_env.game.shared_text`` reads each step)."""
     sync = gym.make_vec("CodeTestDuel-v0", num_envs=2, vectorization_mode="sync")
     parallel = gym.make_vec(
-        "CodeTestDuel-v0",
-        num_envs=2,
-        vectorization_mode="async",
-        vector_kwargs={"shared_memory": False},
+        "CodeTestDuel-v0", num_envs=2, vectorization_mode="async", vector_kwargs=vector_kwargs
     )
+    actions = [
+        ["def f(x):\n    return x\n", "def g(\u00e9):\n    return '\u4e2d\u6587'\n"],
+        ["assert True", "assert 1 == 1"],
+    ]
     try:
         expected, _ = sync.reset(seed=3)
         seen, _ = parallel.reset(seed=3)
-        assert list(seen["prompt"]) == list(expected["prompt"])
-        assert all(p.strip() for p in seen["prompt"])  # not the filler of blank lines
-        assert list(seen["entry_point"]) == list(expected["entry_point"])
+        shown = False
+        for step in range(5):
+            shown = shown or any(seen["code"])
+            for key in ("prompt", "entry_point", "code"):
+                assert tuple(seen[key]) == tuple(expected[key]), (step, key)
+                if "copy" not in vector_kwargs:  # the default copy: plain strings, as sync gives
+                    assert type(seen[key]) is tuple
+            assert list(seen["role"]) == list(expected["role"])
+            assert all(p.strip() for p in seen["prompt"])  # not the filler of blank lines
+            act = actions[step % 2]
+            expected, reward, *_ = sync.step(act)
+            seen, parallel_reward, *_ = parallel.step(act)
+            assert list(parallel_reward) == list(reward)
+        assert shown, "no step showed the tester a candidate's code"
     finally:
         sync.close()
         parallel.close()

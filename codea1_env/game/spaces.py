@@ -8,6 +8,7 @@ from typing import Any
 from gymnasium import spaces
 
 from codea1_env.game.duel import MAX_ACTION_CHARS, Duel, Role
+from codea1_env.game.shared_text import register_shared_text
 
 __all__ = [
     "MAX_CODE_CHARS",
@@ -52,6 +53,9 @@ class CharsetText(spaces.Text):
     a plain ``Text`` made a 64-env vector env take seconds to build. A copy of this space is a
     new space with its own random generator (so batched sub-spaces still sample independently),
     the same bounds and the very same charset tables, which nothing ever writes to.
+
+    ``AsyncVectorEnv``'s shared memory reads and writes it through
+    :mod:`codea1_env.game.shared_text` (Gymnasium's own reader decodes a ``Text`` only once).
     """
 
     def __repr__(self) -> str:
@@ -70,6 +74,8 @@ class CharsetText(spaces.Text):
             clone._np_random = copy.deepcopy(self._np_random, memo)
         return clone
 
+
+register_shared_text(CharsetText)  # AsyncVectorEnv's shared memory shows each step's texts
 
 _TEXT_PROTOTYPES: dict[tuple[int, int], CharsetText] = {}
 
