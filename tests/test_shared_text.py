@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import multiprocessing as mp
+import pickle
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ def test_each_write_shows_through_the_buffer_read_once() -> None:
     assert type(snapshot) is tuple and snapshot == TEXTS
     write_to_shared_memory(space, 0, "changed", shared)
     assert view[0] == "changed" and snapshot[0] == TEXTS[0]  # the copy is not live
+    assert pickle.loads(pickle.dumps(view)) == ("changed", *TEXTS[1:])  # sent as its texts
 
 
 def test_the_layout_is_gymnasiums_both_ways() -> None:

@@ -123,6 +123,10 @@ class SharedTexts(Sequence[str]):
         """The texts now, as a tuple of strings (what ``AsyncVectorEnv(copy=True)`` returns)."""
         return tuple(self)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled (sent to another process) as the tuple of its texts now."""
+        return (tuple, (tuple(self),))
+
     def __repr__(self) -> str:
         """The current texts, as a tuple's repr."""
         return f"SharedTexts{tuple(self)!r}"
