@@ -55,46 +55,84 @@ def worksteal_chunk_sizes(count: int, workers: int) -> list[int]:
     return sizes
 
 
-def longest_first(items: list[pytest.Item], workers: int, dist: str) -> list[pytest.Item]:
-    """The tests in the order that starts the longest ones first on every worker.
+def first_blocks(
+    count: int, workers: int, dist: str, maxschedchunk: int | None = None
+) -> list[int] | None:
+    """The sizes of the contiguous runs of the collection that pytest-xdist first hands each
+    worker, in order; None when it does not cut the collection so (one process, ``loadfile``,
+    ``loadscope``, ...).
 
-    Alone, or under a scheduler that hands out tests in collection order (``load``), the
-    ``slow`` tests come first, longest first. Under ``worksteal``, which cuts the collection into
-    one contiguous block per worker, the slow tests are dealt longest first to the block with the
-    least estimated work (so the learning test and the next longest start together on two
-    workers instead of one after the other on the first), each block starting with its own.
+    ``worksteal`` cuts all of it, one block per worker; ``load`` gives each worker a first run
+    of a quarter of its share (at least 2 tests) and the rest later, in order.
+    """
+    if workers <= 1:
+        return None
+    if dist == "worksteal":
+        return worksteal_chunk_sizes(count, workers)
+    if dist == "load" and count >= 2 * workers:
+        chunk = max(min(count // workers // 4, maxschedchunk or count), 2)
+        return [chunk] * workers
+    return None
+
+
+def longest_first(items: list[pytest.Item], blocks: list[int] | None) -> list[pytest.Item]:
+    """The tests in the order that starts the longest ones first, one per worker.
+
+    Without ``blocks`` (:func:`first_blocks`) the ``slow`` tests come first, longest first.
+    With them, the slow tests are dealt longest first to the block with the least estimated
+    work (so the learning test and the next longest start together on two workers instead of one
+    after the other on the first), each block starting with its own; the tests past the blocks
+    follow. Otherwise every test keeps its collection order.
     """
     slow = sorted(
         (item for item in items if estimated_seconds(item) > 0),
         key=lambda item: -estimated_seconds(item),
     )
     fast = [item for item in items if estimated_seconds(item) == 0]
-    if workers <= 1 or dist != "worksteal":
+    if not blocks:
         return slow + fast
-    sizes = worksteal_chunk_sizes(len(items), workers)
-    blocks: list[list[pytest.Item]] = [[] for _ in sizes]
-    load = [0.0] * len(sizes)
+    dealt: list[list[pytest.Item]] = [[] for _ in blocks]
+    load = [0.0] * len(blocks)
+    left: list[pytest.Item] = []
     for item in slow:
-        open_blocks = [i for i, size in enumerate(sizes) if len(blocks[i]) < size]
+        open_blocks = [i for i, size in enumerate(blocks) if len(dealt[i]) < size]
+        if not open_blocks:
+            left.append(item)
+            continue
         target = min(open_blocks, key=lambda i: (load[i], i))
-        blocks[target].append(item)
+        dealt[target].append(item)
         load[target] += estimated_seconds(item)
     rest = iter(fast)
-    for block, size in zip(blocks, sizes):
-        block.extend(next(rest) for _ in range(size - len(block)))
-    return [item for block in blocks for item in block]
+    for block, size in zip(dealt, blocks):
+        block.extend(item for _, item in zip(range(size - len(block)), rest))
+    return [item for block in dealt for item in block] + left + list(rest)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each pytest-xdist worker how it is scheduled (xdist sets its own ``dist`` to no)."""
+    node.workerinput["codea1_dist"] = str(node.config.option.dist)
+    node.workerinput["codea1_maxschedchunk"] = getattr(node.config.option, "maxschedchunk", None)
+
+
+@pytest.hookimpl(trylast=True)  # after ``-k``/``-m``/``--deselect``: the blocks are of what runs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The ``slow`` tests first, longest first, each group otherwise in collection order.
+    """The ``slow`` tests first, longest first, the others in collection order.
 
     Under pytest-xdist (``-n auto``) the longest tests then start at once, one per worker, and
     the other workers take the many short ones meanwhile, instead of one worker meeting a
     ten-minute test when the rest is nearly done.
     """
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    dist = str(getattr(config.option, "dist", "no"))
-    items[:] = longest_first(items, workers, dist)
+    worker = getattr(config, "workerinput", None)
+    blocks = None
+    if worker is not None:
+        blocks = first_blocks(
+            len(items),
+            int(worker.get("workercount", 1)),
+            str(worker.get("codea1_dist", "no")),
+            worker.get("codea1_maxschedchunk"),
+        )
+    items[:] = longest_first(items, blocks)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
