@@ -122,3 +122,12 @@ def test_coverage_analyzes_the_program() -> None:
     escaped = analyze_program(f"def f(x):\n    if x is 1:\n        return {ESCAPE}\n    return x\n")
     plain = analyze_program("def f(x):\n    if x == 1:\n        return 'ab'\n    return x\n")
     assert escaped == plain
+
+
+def test_an_expected_value_with_the_escape_is_a_literal() -> None:
+    from codea1_env.scoring.arguments import MISSING, literal_value
+
+    # a text no other test parses (the values are cached per text)
+    value = literal_value(f"[{ESCAPE}, 'quiet-parse-expected']")
+    assert value is not MISSING and value == ["\\V", "quiet-parse-expected"]
+    assert literal_value(f"  ({ESCAPE},)") == ("\\V",)  # leading blanks, as ast.literal_eval

@@ -51,7 +51,8 @@ def _literal_value(source: str) -> Any:
     if known:
         return value
     try:
-        value = ast.literal_eval(source)
+        # parsed as ``ast.literal_eval(source)`` parses, but under any host warning filter
+        value = ast.literal_eval(quiet_parse(source.lstrip(" \t"), "eval").body)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return MISSING
     return value if plain.is_plain(value) else MISSING
