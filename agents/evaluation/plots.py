@@ -13,6 +13,8 @@ Plotting needs matplotlib (``pip install 'codea1[train]'``).
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -264,10 +266,14 @@ def is_report_plot(path: str | Path) -> bool:
     """Whether ``path`` is a PNG that :func:`plot_run` wrote (its ``Software`` text chunk).
 
     A report removes an earlier report's plot that the new run has no data for; a file of the
-    user's that only bears a plot's name (``rewards.png``) is not one and is kept. The chunks
-    before the image data are read, nothing else; an unreadable file is not a plot.
+    user's that only bears a plot's name (``rewards.png``) is not one and is kept, and so are
+    plots of codea1 versions before this check (matplotlib's own ``Software`` text). The chunks
+    before the image data are read, nothing else; an unreadable file, or one that is not a
+    regular file, is not a plot.
     """
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO of that name would block the read
+            return False
         with open(path, "rb") as file:
             if file.read(8) != _PNG_SIGNATURE:
                 return False
