@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import multiprocessing as mp
 import pickle
 from typing import Any
@@ -70,3 +71,15 @@ def test_encode_matches_gymnasiums_flatten_and_refuses_what_is_not_in_the_space(
         encode(space, "bell \x07")
     with pytest.raises(ValueError, match="257 characters"):
         encode(space, "x" * 257)
+
+
+def test_the_tables_are_freed_with_their_space() -> None:
+    from codea1_env.game import shared_text
+
+    before = len(shared_text._TABLES)
+    for _ in range(5):
+        space = pickle.loads(pickle.dumps(text_space()))
+        assert decode(space, encode(space, "ab")) == "ab"
+        del space
+    gc.collect()
+    assert len(shared_text._TABLES) <= before + 1

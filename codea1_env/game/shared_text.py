@@ -20,6 +20,7 @@ either implementation decodes the same through the other.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -30,22 +31,25 @@ from gymnasium.vector.utils.shared_memory import read_from_shared_memory, write_
 __all__ = ["SharedTexts", "decode", "encode", "register_shared_text"]
 
 _TABLES: dict[int, tuple[tuple[str, ...], np.ndarray, np.ndarray]] = {}
+"""Each space's tables by ``id``, dropped when the space is (``weakref.finalize``)."""
 
 
 def _tables(space: spaces.Text) -> tuple[np.ndarray, np.ndarray]:
-    """``(index -> code point, code point -> index or -1)`` for ``space``'s charset (cached).
+    """``(index -> code point, code point -> index or -1)`` for ``space``'s charset.
 
-    Copies of a :class:`~codea1_env.game.spaces.CharsetText` share one character list, so a
-    vector env's sub-spaces build the tables once.
+    Built once per space, freed with it: a vector env reads through one space and each worker
+    writes through its env's own. Not kept on the space, whose pickle stays Gymnasium's.
     """
-    chars = space.character_list
-    cached = _TABLES.get(id(chars))
-    if cached is None or cached[0] is not chars:
+    cached = _TABLES.get(id(space))
+    if cached is None or cached[0] is not space.character_list:
+        chars = space.character_list
         points = np.fromiter((ord(ch) for ch in chars), dtype=np.uint32, count=len(chars))
         lookup = np.full(int(points.max(initial=0)) + 1, -1, dtype=np.int32)
         lookup[points] = np.arange(len(points), dtype=np.int32)
+        if cached is None:
+            weakref.finalize(space, _TABLES.pop, id(space), None)
         cached = (chars, points, lookup)
-        _TABLES[id(chars)] = cached
+        _TABLES[id(space)] = cached
     return cached[1], cached[2]
 
 
@@ -83,7 +87,8 @@ class SharedTexts(Sequence[str]):
     What ``AsyncVectorEnv`` keeps as a ``Text`` observation buffer. With ``copy=True`` (the
     default) users see ``deepcopy`` of it: a tuple of strings, as ``SyncVectorEnv`` gives. With
     ``copy=False`` they get this live view, which changes with the next step (as the numeric
-    observations' arrays do).
+    observations' arrays do); ``tuple(view)`` is a snapshot, and what the vector env's
+    ``observation_space.contains`` takes (Gymnasium's ``Tuple`` space checks for a tuple).
     """
 
     def __init__(self, space: spaces.Text, shared: Any, n: int) -> None:
