@@ -190,11 +190,26 @@ def test_a_field_given_twice_with_two_values_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(both), encoding="utf-8")
     with pytest.raises(ValueError, match="config.json: .*curriculum_start=0.4"):
         TrainConfig.load(path)
-    # one value given both ways, or a flat key over the section's default, is no conflict
+    # a value typed in a section is given, even the default: the flat key does not win over it
+    typed_default = {"stability": {"curriculum_schedule": {"start": 0.3}}, "curriculum_start": 0.4}
+    with pytest.raises(ValueError, match="curriculum_start=0.4 and "):
+        TrainConfig.from_dict(typed_default)
+    with pytest.raises(ValueError, match=r"call_timeout_s=2\.0 and limits\.call_timeout_s=6\.0"):
+        TrainConfig.from_dict({"limits": {"call_timeout_s": 6.0}, "call_timeout_s": 2.0})
+    # one value given both ways is no conflict
     same = {"limits": {"call_timeout_s": 1}, "call_timeout_s": 1.0, "lora_target_modules": ["q"]}
     assert TrainConfig.from_dict(same).limits.call_timeout_s == 1.0
-    over_default = {"stability": {"curriculum_schedule": {"start": 0.3}}, "curriculum_start": 0.4}
-    assert TrainConfig.from_dict(over_default).stability.curriculum_schedule.start == 0.4
+    # a section given as an object: its unset fields are defaults, which a flat key overrides
+    cfg = from_preset("nano", limits=Limits(memory_mb=256), call_timeout_s=1.0)
+    assert (cfg.limits.memory_mb, cfg.limits.call_timeout_s) == (256, 1.0)
+    schedule = {"curriculum_schedule": CurriculumSchedule(step=0.2)}
+    cfg = from_preset("nano", stability=schedule, curriculum_start=0.4)
+    assert (cfg.stability.curriculum_schedule.start, cfg.stability.curriculum_schedule.step) == (
+        0.4,
+        0.2,
+    )
+    with pytest.raises(ValueError, match=r"call_timeout_s=1\.0 and limits\.call_timeout_s=3"):
+        from_preset("nano", limits=Limits(call_timeout_s=3.0), call_timeout_s=1.0)
 
 
 @pytest.mark.parametrize(

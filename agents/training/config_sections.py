@@ -216,14 +216,17 @@ def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
 
     The one mapping from the flat names (the flags, preset overrides, the top-level keys of a
     ``config.json`` written before the nesting) to the nested layout. Sections given as
-    objects become dicts of their fields. A flat key overrides its field's default in a section
-    of the same ``data`` (``limits=Limits(memory_mb=256), call_timeout_s=1.0``), but two values
-    given for one field are refused, not silently resolved. Other keys are copied as they are
-    (unknown ones included: :meth:`TrainConfig.from_dict` names them).
+    objects become dicts of their fields. A field given two values in the same ``data``, flat
+    and in its section, is refused, not silently resolved; but a section given as an object
+    (``limits=Limits(memory_mb=256), call_timeout_s=1.0``) holds every field, the ones its
+    caller never set at their defaults, so there a flat key overrides a field at its default.
+    Other keys are copied as they are (unknown ones included: :meth:`TrainConfig.from_dict`
+    names them).
 
     Raises:
         ValueError: a flat key whose section is given as something other than an object, or a
-            field given both flat and in its section with two values, neither its default.
+            field given both flat and in its section with two values (in a section given as an
+            object: a value other than the field's default).
 
     """
     flat = nested_fields()
@@ -242,11 +245,10 @@ def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
                     f"TrainConfig.{where} = {child!r} is invalid: expected an object of its fields"
                 )
             node = child
-        if (
-            leaf in node
-            and not _same_value(node[leaf], value)
-            and not _same_value(node[leaf], _field_default(flat[key]))
-        ):
+        implicit = _from_object(data, flat[key].path) and _same_value(
+            node.get(leaf), _field_default(flat[key])
+        )
+        if leaf in node and not _same_value(node[leaf], value) and not implicit:
             dotted = ".".join(flat[key].path)
             raise ValueError(
                 f"TrainConfig: {key}={value!r} and {dotted}={node[leaf]!r} are the same field "
@@ -254,6 +256,16 @@ def nest_flat_keys(data: Mapping[str, Any]) -> dict[str, Any]:
             )
         node[leaf] = value
     return out
+
+
+def _from_object(data: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    """Whether the field at ``path`` of ``data`` sits in a section given as a dataclass object."""
+    node: Any = data
+    for part in path[:-1]:
+        node = node.get(part) if isinstance(node, Mapping) else None
+        if dataclasses.is_dataclass(node) and not isinstance(node, type):
+            return True
+    return False
 
 
 def _field_default(leaf: NestedField) -> Any:
