@@ -131,3 +131,27 @@ def test_an_expected_value_with_the_escape_is_a_literal() -> None:
     value = literal_value(f"[{ESCAPE}, 'quiet-parse-expected']")
     assert value is not MISSING and value == ["\\V", "quiet-parse-expected"]
     assert literal_value(f"  ({ESCAPE},)") == ("\\V",)  # leading blanks, as ast.literal_eval
+
+
+def test_threads_parsing_at_once_leave_the_filters_as_they_were() -> None:
+    import sys
+    import threading
+    import warnings
+
+    before = list(warnings.filters)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        threads = [
+            threading.Thread(
+                target=lambda: [quiet_parse(f"x = {ESCAPE}\n" * 20) for _ in range(400)]
+            )
+            for _ in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert warnings.filters == before

@@ -9,11 +9,16 @@ code that does not parse covers them too, and the record is refused naming its f
 from __future__ import annotations
 
 import ast
+import threading
 import types
 import warnings
 from typing import Literal, overload
 
 __all__ = ["parse_python", "quiet_compile", "quiet_parse"]
+
+_QUIET = threading.RLock()
+"""``warnings.catch_warnings`` saves and restores the process's filters: two threads inside it
+at once could restore each other's ``ignore`` and leave it in place for good, so one at a time."""
 
 
 @overload
@@ -41,7 +46,7 @@ def quiet_parse(
     testers' inputs, coverage analysis and :func:`parse_python` (data files' code) go through it
     (and :func:`quiet_compile`, where the compiler runs too).
     """
-    with warnings.catch_warnings():
+    with _QUIET, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if mode == "eval":
             return ast.parse(source, filename, mode="eval")
@@ -58,7 +63,7 @@ def quiet_compile(source: str | ast.Module, filename: str) -> types.CodeType:
         SyntaxError, ValueError: ``source`` does not compile (ValueError: NUL bytes).
         RecursionError, MemoryError: it nests too deeply to compile.
     """
-    with warnings.catch_warnings():
+    with _QUIET, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return compile(source, filename, "exec", dont_inherit=True)
 
