@@ -343,15 +343,12 @@ def test_async_vector_env_sees_what_sync_sees_at_every_step(vector_kwargs):
     parallel = gym.make_vec(
         "CodeTestDuel-v0", num_envs=2, vectorization_mode="async", vector_kwargs=vector_kwargs
     )
-    actions = [
-        ["def f(x):\n    return x\n", "def g(\u00e9):\n    return '\u4e2d\u6587'\n"],
-        ["assert True", "assert 1 == 1"],
-    ]
+    codes = ["def f(x):\n    return x\n", "def g(\u00e9):\n    return '\u4e2d\u6587'\n"]
     try:
         expected, _ = sync.reset(seed=3)
         seen, _ = parallel.reset(seed=3)
-        shown = False
-        for step in range(5):
+        shown = graded = False
+        for step in range(6):
             shown = shown or any(seen["code"])
             for key in ("prompt", "entry_point", "code"):
                 assert tuple(seen[key]) == tuple(expected[key]), (step, key)
@@ -359,10 +356,16 @@ def test_async_vector_env_sees_what_sync_sees_at_every_step(vector_kwargs):
                     assert type(seen[key]) is tuple
             assert list(seen["role"]) == list(expected["role"])
             assert all(p.strip() for p in seen["prompt"])  # not the filler of blank lines
-            act = actions[step % 2]
+            # by whose turn it is: a code, or a suite that calls this problem's function
+            act = [
+                codes[i] if role == 0 else f"assert {name}(1) == 1\nassert {name}('\u4e2d') != 0"
+                for i, (role, name) in enumerate(zip(expected["role"], expected["entry_point"]))
+            ]
             expected, reward, *_ = sync.step(act)
             seen, parallel_reward, *_ = parallel.step(act)
             assert list(parallel_reward) == list(reward)
+            graded = graded or any(reward)
+        assert graded, "no step scored anything but 0"
         assert shown, "no step showed the tester a candidate's code"
     finally:
         sync.close()
