@@ -120,7 +120,7 @@ class CodeTestDuelEnv(gym.Env[dict[str, Any], str]):
         limits=None,              # codea1_env.sandbox.Limits or a dict of its fields
         mistake_book=None,        # None (in memory) | path to a SQLite file | a MistakeBook
                                   # | False (no mistake book)
-        sandbox=None,             # None/"local" | "docker" | a Sandbox instance
+        sandbox=None,             # None/"local" | "docker" | "ray" | a Sandbox instance
     )
     ```
 
