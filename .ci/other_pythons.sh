@@ -47,8 +47,8 @@ build_venv() {  # $1: version, $2: interpreter; reuses a venv built from the sam
     return 0
   fi
   "$2" -m venv --clear "$venv"
-  "$venv/bin/pip" install -q --no-compile -c constraints-core.txt -e . pytest pytest-timeout pytest-xdist \
-    pettingzoo coverage scipy
+  "$venv/bin/pip" install -q --no-compile -c constraints-core.txt -e . pytest pytest-timeout \
+    pytest-xdist pettingzoo coverage scipy
   echo "$STAMP" >"$venv/.codea1-stamp"
 }
 
